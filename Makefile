@@ -1,0 +1,72 @@
+# ud: universal document decoder as a Dagster asset graph.
+# `make demo` and `make test` are the two entry points; both run `make setup` first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON_VERSION ?= 3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+export DO_NOT_TRACK := true
+export UNSTRUCTURED_DISABLE_NOTICE := 1
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
+export UD_HOME ?= $(CURDIR)/.ud
+
+APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc
+PYTEST_ARGS ?=
+
+.PHONY: help setup system-packages venv demo dev test test-fast services-up services-down services-env bench dagster-home clean
+
+help:
+	@echo "make demo    set up, then decode sample documents through the asset graph (embedded librarian)"
+	@echo "make test    set up, start MinIO + Cassandra on 127.0.0.1, run every test"
+	@echo "make dev     open the Dagster UI on http://127.0.0.1:3000"
+	@echo "make bench   benchmark against the bare library (CORPUS=DIR OUT=FILE)"
+
+setup: system-packages venv dagster-home
+
+# Debian packages unstructured shells out to; skipped when already installed.
+system-packages:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+# The locked environment (uv.lock), the project itself editable, and the offline spaCy model.
+venv:
+	@command -v uv >/dev/null 2>&1 || python3 -m pip install -q "uv==0.13.9"
+	@uv sync --frozen --extra dev --python $(PYTHON_VERSION) -q
+	@$(PY) -c "import en_core_web_sm, magic" || { echo "setup: offline spaCy model or libmagic missing"; exit 1; }
+
+dagster-home:
+	@mkdir -p $(DAGSTER_HOME)
+	@cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
+
+demo: setup
+	$(PY) -m ud_assets.demo
+
+dev: setup
+	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+services-up:
+	@scripts/services/up.sh
+
+services-down:
+	@scripts/services/down.sh
+
+services-env:
+	@scripts/services/env.sh
+
+test: setup services-up
+	@eval "$$(scripts/services/env.sh)" && $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+CORPUS ?=
+OUT ?= bench-out/bench.json
+bench: setup services-up
+	@eval "$$(scripts/services/env.sh)" && $(PY) -m ud_assets.bench $(if $(CORPUS),--corpus $(CORPUS)) --out $(OUT)
+
+clean:
+	rm -rf .ud .dagster_home .pytest_cache bench-out
