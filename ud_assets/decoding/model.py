@@ -1,0 +1,186 @@
+"""Plain data of the decoding core: options, elements, sections, images, results."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+STRATEGIES = ("auto", "fast", "hi_res", "ocr_only")
+SECTION_STRATEGIES = ("whole-document", "heading", "element-type", "count", "size")
+
+# Bumped whenever a change in this package changes what a decode produces (ids, texts, offsets,
+# triples). Together with unstructured's version it forms the code version of `elements`.
+DECODER_LOGIC_VERSION = "1"
+COMPONENT = "universal-decoder"
+COMPONENT_VERSION = "1.0.0"
+
+
+class DecodeError(Exception):
+    """A document could not be decoded; the message is short and names the cause."""
+
+
+class ConfigError(ValueError):
+    """A decoder option is invalid."""
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    """The spec's decoder options, with its names and defaults."""
+
+    strategy: str = "auto"
+    languages: tuple[str, ...] = ("eng",)
+    section_strategy: str = "whole-document"
+    section_element_count: int = 20
+    section_max_size: int = 4000
+    section_within_pages: bool = False
+
+    def __post_init__(self) -> None:
+        langs = self.languages
+        if isinstance(langs, str):
+            langs = langs.split(",")
+        langs = tuple(lang.strip() for lang in langs if lang and lang.strip())
+        object.__setattr__(self, "languages", langs or ("eng",))
+        self.validate()
+
+    def validate(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(f"strategy must be one of {', '.join(STRATEGIES)}, not {self.strategy!r}")
+        if self.section_strategy not in SECTION_STRATEGIES:
+            raise ConfigError(
+                f"Unknown section strategy {self.section_strategy!r}; choose one of {', '.join(SECTION_STRATEGIES)}"
+            )
+        if int(self.section_element_count) <= 0:
+            raise ConfigError(f"section_element_count must be > 0, not {self.section_element_count}")
+        if int(self.section_max_size) <= 0:
+            raise ConfigError(f"section_max_size must be > 0, not {self.section_max_size}")
+        for lang in self.languages:
+            if not lang.replace("_", "").isalnum():
+                raise ConfigError(f"invalid OCR language code {lang!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["languages"] = list(self.languages)
+        return data
+
+
+@dataclass
+class ImageData:
+    """An image found in a document: its original bytes and where it sits."""
+
+    data: bytes
+    mime_type: str
+    width: int | None = None
+    height: int | None = None
+    page_number: int | None = None
+    # {"points": [[x, y], ...], "system": "PixelSpace", "layout_width": w, "layout_height": h}
+    coordinates: dict | None = None
+    element_id: str | None = None
+    name: str = ""  # where it came from inside the container, e.g. word/media/image1.png
+
+
+@dataclass
+class Element:
+    """An unstructured element, reduced to what the decoder uses (JSON-serialisable)."""
+
+    element_id: str
+    category: str
+    text: str
+    page_number: int | None = None
+    text_as_html: str | None = None
+    category_depth: int | None = None
+    parent_id: str | None = None
+    coordinates: dict | None = None
+    image: ImageData | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def is_image(self) -> bool:
+        return self.category == "Image"
+
+    @property
+    def is_table(self) -> bool:
+        return self.category == "Table"
+
+    def rendered(self) -> str:
+        """The text this element contributes to its section ("" for images)."""
+        if self.is_image:
+            return ""
+        if self.is_table and self.text_as_html:
+            return self.text_as_html
+        return self.text or ""
+
+
+@dataclass
+class PlacedElement:
+    element_id: str
+    category: str
+    offset: int  # in the section text
+    length: int
+    text: str
+
+
+@dataclass
+class Section:
+    """A page or a section: the unit stored as a librarian child document and sent to chunking."""
+
+    id: str
+    type: str  # "page" | "section"
+    label: str
+    parent: str  # the document id, or the enclosing section for nested heading sections
+    page_number: int | None
+    char_offset: int  # in the whole-document text
+    char_length: int
+    text: str
+    element_types: list[str]
+    table_count: int
+    image_count: int
+    elements: list[PlacedElement]
+    ordinal: int = 0
+    depth: int = 0
+    # False for a page split into sections (--section-within-pages): it spans its sections'
+    # text and is not itself part of the joined document text (no text is ever counted twice).
+    leaf: bool = True
+
+
+@dataclass
+class ImageRecord:
+    id: str
+    parent: str  # page or section id
+    mime_type: str
+    page_number: int | None
+    width: int | None
+    height: int | None
+    coordinates: dict | None
+    element_id: str | None
+    data: bytes
+    sha256: str
+    ordinal: int = 0
+
+
+@dataclass
+class DocumentInfo:
+    id: str
+    title: str
+    mime_type: str
+    sha256: str
+    size: int
+    unstructured_version: str
+    strategy_asked: str
+    strategy_used: str
+    fingerprint: str
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class DecodeResult:
+    document: DocumentInfo
+    config: DecoderConfig
+    elements: list[Element]
+    sections: list[Section]
+    images: list[ImageRecord]
+    triples: list  # list[ud_assets.decoding.provenance.Triple]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(section.text for section in self.sections if section.leaf)
