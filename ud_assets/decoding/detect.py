@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 
 PDF = "application/pdf"
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -153,12 +154,30 @@ def decode_text(data: bytes) -> tuple[str, str]:
         odd_nuls = sample[1::2].count(b"\x00")
         encoding = "utf-16-le" if odd_nuls >= even_nuls else "utf-16-be"
         return data.decode(encoding, errors="replace"), encoding
-    try:
-        from charset_normalizer import from_bytes
+    declared = _declared_charset(data)
+    if declared:
+        try:
+            return data.decode(declared), declared
+        except (LookupError, UnicodeDecodeError):
+            pass
+    from charset_normalizer import from_bytes
 
-        best = from_bytes(data).best()
-        if best is not None and best.encoding:
-            return str(best), best.encoding
-    except ImportError:  # pragma: no cover - charset-normalizer ships with requests
-        pass
-    return data.decode("cp1252", errors="replace"), "cp1252"
+    matches = from_bytes(data)
+    best = matches.best()
+    if best is None:
+        return data.decode("cp1252", errors="replace"), "cp1252"
+    # Western text is far more common than its look-alikes (cp1250, latin-2...): prefer cp1252
+    # when it reads the bytes about as cleanly as the best guess.
+    for match in matches:
+        if match.encoding == "cp1252" and match.chaos <= best.chaos + 0.02:
+            return str(match), "cp1252"
+    return str(best), best.encoding
+
+
+_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)
+
+
+def _declared_charset(data: bytes) -> str:
+    """The charset an HTML or XML document declares in its head, if any."""
+    found = _CHARSET.search(data[:4096]) or re.search(rb"""<\?xml[^>]+encoding=["']([A-Za-z0-9_.:-]+)""", data[:256])
+    return found.group(1).decode("ascii").lower() if found else ""
