@@ -1,0 +1,14 @@
+"""ud: the universal document decoder as a Dagster asset graph."""
+
+import os as _os
+
+# Every process that may import unstructured runs offline and untracked: unstructured's
+# telemetry is off, its notice silenced, and Hugging Face libraries never reach a hub.
+for _name, _value in (
+    ("DO_NOT_TRACK", "true"),
+    ("UNSTRUCTURED_DISABLE_NOTICE", "1"),
+    ("HF_HUB_OFFLINE", "1"),
+    ("TRANSFORMERS_OFFLINE", "1"),
+    ("HF_HUB_DISABLE_TELEMETRY", "1"),
+):
+    _os.environ.setdefault(_name, _value)

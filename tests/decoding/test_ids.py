@@ -1,0 +1,24 @@
+from ud_assets.decoding import ids
+from ud_assets.decoding.model import DecoderConfig
+
+
+def test_entity_ids_are_deterministic_and_depend_on_every_input():
+    fp = ids.fingerprint("a" * 64, "0.27.35", DecoderConfig())
+    first = ids.entity_id("doc-1", fp, "page", 1)
+    assert first == ids.entity_id("doc-1", fp, "page", 1)
+    assert first.startswith("urn:page:")
+    others = {
+        ids.entity_id("doc-2", fp, "page", 1),
+        ids.entity_id("doc-1", fp, "page", 2),
+        ids.entity_id("doc-1", fp, "section", 1),
+        ids.entity_id("doc-1", ids.fingerprint("b" * 64, "0.27.35", DecoderConfig()), "page", 1),
+        ids.entity_id("doc-1", ids.fingerprint("a" * 64, "0.28.0", DecoderConfig()), "page", 1),
+        ids.entity_id("doc-1", ids.fingerprint("a" * 64, "0.27.35", DecoderConfig(section_strategy="heading")), "page", 1),
+    }
+    assert first not in others and len(others) == 6
+
+
+def test_document_iri_keeps_iris_and_places_plain_ids_under_the_doc_namespace():
+    assert ids.document_iri("https://trustgraph.ai/doc/abc") == "https://trustgraph.ai/doc/abc"
+    assert ids.document_iri("urn:x:1") == "urn:x:1"
+    assert ids.document_iri("report 2024/q1") == "https://trustgraph.ai/doc/report%202024%2Fq1"

@@ -1,0 +1,64 @@
+"""Deterministic identifiers.
+
+Upstream TrustGraph used uuid4 for pages, sections and images, so a redelivered message stored
+duplicates. Here every id is a uuid5 over the document id, the generation fingerprint, the
+entity kind and its ordinal: the same input always gives the same ids, a changed input (bytes,
+unstructured version, decoder options or decoder logic) gives new ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import uuid
+from urllib.parse import quote
+
+from .model import DECODER_LOGIC_VERSION, DecoderConfig
+
+# uuid5 namespace of this project (itself a uuid5 of its name in the URL namespace).
+NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://trustgraph.ai/ns/universal-decoder")
+TRUSTGRAPH_BASE = "https://trustgraph.ai"
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def fingerprint(content_sha256: str, unstructured_version: str, config: DecoderConfig) -> str:
+    """What a generation of children is a function of: the bytes, the library, the options, our logic."""
+    payload = json.dumps(
+        {
+            "sha256": content_sha256,
+            "unstructured": unstructured_version,
+            "decoder": DECODER_LOGIC_VERSION,
+            "config": config.as_dict(),
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def entity_uuid(document_id: str, generation: str, kind: str, ordinal: int) -> uuid.UUID:
+    return uuid.uuid5(NAMESPACE, f"{document_id}\x1f{generation}\x1f{kind}\x1f{ordinal}")
+
+
+def entity_id(document_id: str, generation: str, kind: str, ordinal: int) -> str:
+    """urn:page:{uuid}, urn:section:{uuid}, urn:image:{uuid}, urn:chunk:{uuid}."""
+    return f"urn:{kind}:{entity_uuid(document_id, generation, kind, ordinal)}"
+
+
+def activity_iri(document_id: str, generation: str, kind: str, ordinal: int) -> str:
+    return f"{TRUSTGRAPH_BASE}/activity/{entity_uuid(document_id, generation, 'activity:' + kind, ordinal)}"
+
+
+def agent_iri(component: str) -> str:
+    return f"{TRUSTGRAPH_BASE}/agent/{quote(component, safe='')}"
+
+
+def document_iri(document_id: str) -> str:
+    """TrustGraph's document ids are IRIs already; other ids are placed under its doc namespace."""
+    if _SCHEME.match(document_id):
+        return document_id
+    return f"{TRUSTGRAPH_BASE}/doc/{quote(document_id, safe='')}"

@@ -1,0 +1,280 @@
+"""Calling unstructured's partition() offline, and reducing its elements to plain data.
+
+unstructured is imported inside the functions: loading it pulls spaCy and torch (seconds), and
+code that only describes the asset graph must never pay that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+from dataclasses import dataclass, field
+
+from . import detect
+from .model import ConfigError, DecodeError, DecoderConfig, Element, ImageData
+
+log = logging.getLogger(__name__)
+
+# The setting that points unstructured-inference at local layout-model weights.
+LOCAL_WEIGHTS_SETTING = "UNSTRUCTURED_DEFAULT_MODEL_INITIALIZE_PARAMS_JSON_PATH"
+_DEFAULT_LAYOUT_REPO = ("unstructured-io/yolo_x_layout", "yolox_l0.05.onnx")
+
+
+@dataclass
+class Partitioned:
+    elements: list[Element]
+    strategy_used: str
+    notes: list[str] = field(default_factory=list)
+
+
+def unstructured_version() -> str:
+    from importlib.metadata import version
+
+    return version("unstructured")
+
+
+def layout_weights_available() -> bool:
+    """True when hi_res can load its layout model without reaching a model hub."""
+    configured = os.environ.get(LOCAL_WEIGHTS_SETTING)
+    if configured:
+        return os.path.isfile(configured)
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(*_DEFAULT_LAYOUT_REPO)
+        return isinstance(cached, str) and os.path.isfile(cached)
+    except Exception:  # noqa: BLE001 - no cache at all means no weights
+        return False
+
+
+def resolve_strategy(config: DecoderConfig, mime: str, data: bytes) -> str:
+    """The strategy partition() will really run: never one that reaches for a model hub.
+
+    auto on a PDF with a text layer is fast; on a scanned PDF or an image, ocr_only (tesseract,
+    installed locally). Other formats have their own parsers: their strategy is fast.
+    """
+    asked = config.strategy
+    ocr_capable = mime == detect.PDF or mime.startswith("image/")
+    if asked == "hi_res":
+        if not ocr_capable:
+            return "fast"
+        if not layout_weights_available():
+            raise ConfigError(
+                f"strategy hi_res needs local layout-model weights and none are installed; "
+                f"set {LOCAL_WEIGHTS_SETTING} to a JSON file naming a local model_path, or use auto/fast/ocr_only"
+            )
+        return "hi_res"
+    if not ocr_capable:
+        return "fast"
+    if asked == "auto":
+        if mime.startswith("image/"):
+            return "ocr_only"
+        return "fast" if pdf_has_text(data) else "ocr_only"
+    if asked == "fast" and mime.startswith("image/"):
+        return "ocr_only"  # an image has no text layer to read
+    return asked
+
+
+def pdf_has_text(data: bytes, pages_to_check: int = 5) -> bool:
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(data)
+    try:
+        for index in range(min(len(pdf), pages_to_check)):
+            page = pdf[index]
+            textpage = page.get_textpage()
+            try:
+                if textpage.count_chars() > 0:
+                    return True
+            finally:
+                textpage.close()
+                page.close()
+        return False
+    finally:
+        pdf.close()
+
+
+def partition_bytes(
+    data: bytes,
+    mime: str,
+    config: DecoderConfig,
+    filename: str | None = None,
+) -> Partitioned:
+    """unstructured's elements for one document, as plain data, in document order."""
+    if not data:
+        raise DecodeError("empty document (0 bytes)")
+    notes: list[str] = []
+    strategy = resolve_strategy(config, mime, data)
+    if config.strategy == "auto" or strategy != config.strategy:
+        notes.append(f"strategy {config.strategy} ran as {strategy}")
+
+    if mime == detect.EML:
+        return _partition_email(data, config, strategy, notes)
+
+    elements = _partition(data, mime, config, strategy, filename)
+    if mime == detect.PDF:
+        elements = _merge_pdf_images(elements, data)
+    elif mime == detect.EPUB:
+        elements = _with_trailing_images(elements, _epub_images(data))
+    return Partitioned(elements, strategy, notes)
+
+
+def _partition(data: bytes, mime: str, config: DecoderConfig, strategy: str, filename: str | None) -> list[Element]:
+    from unstructured.partition.auto import partition
+
+    from . import images
+
+    images.install_picture_partitioners()
+    suffix = detect.SUFFIXES.get(mime, os.path.splitext(filename or "")[1] or ".bin")
+    kwargs: dict = {
+        "content_type": mime,
+        "metadata_filename": f"document{suffix}",
+        "strategy": strategy,
+        "languages": list(config.languages),
+    }
+    if detect.is_text_kind(mime):
+        # unstructured reads text as UTF-8 only; hand it UTF-8 whatever the source encoding.
+        text, _encoding = detect.decode_text(data)
+        data = text.encode("utf-8")
+        kwargs["encoding"] = "utf-8"
+    if strategy == "hi_res":
+        kwargs["skip_infer_table_types"] = []
+        kwargs["infer_table_structure"] = True
+        kwargs["extract_image_block_types"] = ["Image"]
+        kwargs["extract_image_block_to_payload"] = True
+    try:
+        raw = partition(file=io.BytesIO(data), **kwargs)
+    except (DecodeError, ConfigError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - any parser failure is this document's error
+        raise DecodeError(_describe_failure(exc, mime)) from exc
+    return [to_element(el) for el in raw]
+
+
+def _describe_failure(exc: Exception, mime: str) -> str:
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    lowered = message.lower()
+    if "password" in lowered or "encrypt" in lowered:
+        return f"{mime} is password-protected or encrypted ({message[:160]})"
+    return f"{mime} could not be parsed: {type(exc).__name__}: {message[:200]}"
+
+
+def to_element(el) -> Element:
+    """An unstructured element as plain, JSON-serialisable data."""
+    from . import images
+
+    meta = el.metadata
+    coordinates = meta.coordinates.to_dict() if getattr(meta, "coordinates", None) else None
+    if coordinates:
+        coordinates = _plain_coordinates(coordinates)
+    image = images.image_from_element(el) if el.category == "Image" else None
+    extra = {}
+    for key in ("page_name", "link_urls", "emphasized_text_contents", "image_url"):
+        value = getattr(meta, key, None)
+        if value and not (key == "image_url" and str(value).startswith("data:")):
+            extra[key] = value
+    return Element(
+        element_id=str(el.id),
+        category=el.category,
+        text=el.text or "",
+        page_number=meta.page_number,
+        text_as_html=getattr(meta, "text_as_html", None),
+        category_depth=getattr(meta, "category_depth", None),
+        parent_id=getattr(meta, "parent_id", None),
+        coordinates=coordinates,
+        image=image,
+        extra=extra,
+    )
+
+
+def _plain_coordinates(coordinates: dict) -> dict:
+    out = dict(coordinates)
+    out["points"] = [[float(x), float(y)] for x, y in coordinates.get("points") or ()]
+    system = out.get("system")
+    out["system"] = system if isinstance(system, str) or system is None else type(system).__name__
+    return out
+
+
+def image_element(image: ImageData, ordinal_hint: str) -> Element:
+    """An Image element for an image found outside unstructured (PDF objects, EPUB, e-mail)."""
+    element_id = image.element_id or hashlib.sha256(
+        f"{ordinal_hint}|{image.name}|{hashlib.sha256(image.data).hexdigest()}".encode()
+    ).hexdigest()[:32]
+    image.element_id = element_id
+    return Element(
+        element_id=element_id,
+        category="Image",
+        text="",
+        page_number=image.page_number,
+        coordinates=image.coordinates,
+        image=image,
+    )
+
+
+def _top(element: Element) -> float:
+    points = (element.coordinates or {}).get("points") or []
+    return min((p[1] for p in points), default=float("inf"))
+
+
+def _merge_pdf_images(elements: list[Element], data: bytes) -> list[Element]:
+    """PDF pictures placed among their page's elements, top to bottom."""
+    from . import images
+
+    found = images.pdf_images(data)
+    if not found:
+        return elements
+    by_page: dict[int, list[Element]] = {}
+    for index, image in enumerate(found):
+        by_page.setdefault(image.page_number or 1, []).append(image_element(image, f"pdf|{index}"))
+    merged: list[Element] = []
+    pages = sorted({el.page_number or 1 for el in elements} | set(by_page))
+    for page in pages:
+        page_elements = [el for el in elements if (el.page_number or 1) == page]
+        for picture in by_page.get(page, []):
+            top = _top(picture)
+            position = next((i for i, el in enumerate(page_elements) if _top(el) > top), len(page_elements))
+            page_elements.insert(position, picture)
+        merged.extend(page_elements)
+    return merged
+
+
+def _epub_images(data: bytes) -> list[ImageData]:
+    from . import images
+
+    return images.epub_images(data)
+
+
+def _with_trailing_images(elements: list[Element], found: list[ImageData], hint: str = "img") -> list[Element]:
+    already = {hashlib.sha256(el.image.data).hexdigest() for el in elements if el.image}
+    extra = [
+        image_element(image, f"{hint}|{index}")
+        for index, image in enumerate(found)
+        if hashlib.sha256(image.data).hexdigest() not in already
+    ]
+    return elements + extra
+
+
+def _partition_email(data: bytes, config: DecoderConfig, strategy: str, notes: list[str]) -> Partitioned:
+    """The message body by unstructured; attachments by us (images stored, documents decoded)."""
+    from . import images
+
+    parts = images.split_email(data)
+    elements = _partition(parts.body, detect.EML, config, "fast", None)
+    for index, attachment in enumerate(parts.attachments):
+        kind = detect.detect_mime(attachment.data, attachment.filename, None)
+        if kind.startswith("image/"):
+            continue
+        try:
+            inner = partition_bytes(attachment.data, kind, DecoderConfig(strategy="fast" if kind != detect.PDF else "auto",
+                                                                          languages=config.languages), attachment.filename)
+        except (DecodeError, ConfigError) as exc:
+            notes.append(f"attachment {attachment.filename!r} skipped: {exc}")
+            continue
+        for el in inner.elements:
+            el.extra["attachment"] = attachment.filename
+            el.page_number = None
+        elements.extend(inner.elements)
+    elements = _with_trailing_images(elements, images.email_images(parts), "eml")
+    return Partitioned(elements, strategy, notes)

@@ -1,0 +1,35 @@
+"""RDF serialisations of provenance triples, with rdflib."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .provenance import Triple
+
+
+def to_dataset(triples: Iterable[Triple]):
+    from rdflib import Dataset, Literal, URIRef
+
+    dataset = Dataset()
+    for t in triples:
+        obj = URIRef(t.o) if t.o_type == "iri" else Literal(t.o, datatype=URIRef(t.datatype) if t.datatype else None)
+        graph = dataset.graph(URIRef(t.g)) if t.g else dataset.default_graph
+        graph.add((URIRef(t.s), URIRef(t.p), obj))
+    return dataset
+
+
+def serialize(triples: Iterable[Triple], fmt: str = "nquads") -> str:
+    """fmt: nquads | trig | turtle (turtle flattens the named graphs)."""
+    dataset = to_dataset(triples)
+    if fmt == "turtle":
+        from rdflib import Graph
+
+        flat = Graph()
+        for s, p, o, _g in dataset.quads((None, None, None, None)):
+            flat.add((s, p, o))
+        return flat.serialize(format="turtle")
+    return dataset.serialize(format=fmt)
+
+
+def to_nquads(triples: Iterable[Triple]) -> str:
+    return serialize(triples, "nquads")
