@@ -1,0 +1,182 @@
+"""The asset graph: document → elements → sections → images → provenance_triples.
+
+The five assets share one step (a multi-asset): a document is read, partitioned and written
+once per generation, and a run over a batch of partitions pays the process start-up (spaCy,
+torch) once. Each asset is still its own node in the lineage graph, selectable on its own;
+later stages then start from what earlier ones stored in the librarian.
+
+One bad document never blocks the others: each good partition gets its materializations as
+it finishes, the bad ones are recorded in the failure ledger, and the step fails at the end
+naming them, so their partitions show as failed with the cause.
+"""
+
+
+import os
+import time
+from importlib.metadata import version as package_version
+
+import dagster as dg
+
+from resources.dagster_resources import LibrarianResource
+from ud_assets.config import DecoderOptions
+from ud_assets.decoding.model import DECODER_LOGIC_VERSION
+from ud_assets.partitions import documents_partitions
+
+GROUP = "universal_decoder"
+DECODE_RUN_TAG = "ud/decode"  # runs carrying it share the run queue's decoding limit
+TRANSIENT_ATTEMPTS = 3
+
+
+def batch_size() -> int:
+    """Partitions per run in backfills (UD_BATCH_SIZE, default 50)."""
+    return max(1, int(os.environ.get("UD_BATCH_SIZE", "50")))
+
+
+def elements_code_version() -> str:
+    # importlib.metadata reads the installed version without importing unstructured.
+    return f"unstructured-{package_version('unstructured')}+decoder-{DECODER_LOGIC_VERSION}"
+
+
+ASSET_SPECS = [
+    dg.AssetSpec(
+        "document",
+        description="The librarian's source document: metadata, detected MIME type, size, sha256 (bytes stay in the object store).",
+        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
+    ),
+    dg.AssetSpec(
+        "elements",
+        deps=["document"],
+        description="unstructured's elements of the document, stored as JSON in the object store.",
+        group_name=GROUP, skippable=True, code_version=elements_code_version(),
+    ),
+    dg.AssetSpec(
+        "sections",
+        deps=["elements"],
+        description="Pages or sections with their text and exact offsets: librarian child documents (page | section).",
+        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
+    ),
+    dg.AssetSpec(
+        "images",
+        deps=["sections"],
+        description="Embedded images with their original bytes: librarian child documents (image) of their page or section.",
+        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
+    ),
+    dg.AssetSpec(
+        "provenance_triples",
+        deps=["images"],
+        description="PROV-O/TrustGraph provenance of the document, its pages/sections and images, in urn:graph:source.",
+        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
+    ),
+]
+
+CHECK_SPECS = [
+    dg.AssetCheckSpec("offsets_exact", asset="sections",
+                      description="Every element sits at its offset in its section, every section at its offset in the document text."),
+    dg.AssetCheckSpec("no_stale_children", asset="sections",
+                      description="No page, section or image of an earlier generation is left in the librarian."),
+    dg.AssetCheckSpec("children_present", asset="images",
+                      description="Every page, section and image of the generation is in the librarian."),
+    dg.AssetCheckSpec("triple_count_consistent", asset="provenance_triples",
+                      description="The triple store holds exactly the triples built for the document's entities."),
+]
+
+
+@dg.multi_asset(
+    name="universal_decoder",
+    specs=ASSET_SPECS,
+    check_specs=CHECK_SPECS,
+    can_subset=True,
+    partitions_def=documents_partitions,
+    backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=batch_size()),
+    pool="decoding",
+)
+def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions, librarian: LibrarianResource):
+    from ud_assets.pipeline import STAGES, DocumentFailed, process_document, record_failure
+
+    lib = librarian.get()
+    decoder_config = config.to_decoder_config()
+    selected = {key.to_user_string() for key in context.selected_asset_keys}
+    stages = [stage for stage in STAGES if stage in selected]
+    keys = list(context.partition_keys)
+    outcomes, failures = [], []
+    for index, key in enumerate(keys, start=1):
+        started = time.perf_counter()
+        context.log.info(f"[{index}/{len(keys)}] {key}")
+        try:
+            outcome = _with_retries(lambda: process_document(lib, key, decoder_config, stages,
+                                                             progress=context.log.debug), context)
+        except DocumentFailed as failure:
+            failures.append(failure)
+            context.log.error(f"document {failure}")
+            try:
+                record_failure(lib, key, failure)
+            except Exception as exc:  # noqa: BLE001 - the ledger must not hide the real error
+                context.log.warning(f"could not record the failure of {key}: {exc}")
+            continue
+        outcomes.append(outcome)
+        elapsed = round(time.perf_counter() - started, 3)
+        for stage in stages:
+            metadata = {**outcome.metadata.get(stage, {}), "document_id": key}
+            if stage == stages[-1]:
+                metadata["document_s"] = elapsed
+            yield dg.AssetMaterialization(asset_key=stage, partition=key, metadata=_metadata(metadata))
+
+    yield from _check_results(context, outcomes)
+    if failures:
+        lines = [str(f) for f in failures]
+        raise dg.Failure(
+            description=f"{len(failures)} of {len(keys)} documents failed: " + "; ".join(lines)[:2000],
+            metadata={"failed": dg.MetadataValue.json({f.document_id: f.cause for f in failures}),
+                      "succeeded": len(outcomes)},
+            allow_retries=any(f.transient for f in failures),
+        )
+
+
+def _with_retries(attempt, context):
+    """Retry a document whose storage was unavailable, with backoff; other failures are final."""
+    from ud_assets.pipeline import DocumentFailed
+
+    for n in range(TRANSIENT_ATTEMPTS):
+        try:
+            return attempt()
+        except DocumentFailed as failure:
+            if not failure.transient or n == TRANSIENT_ATTEMPTS - 1:
+                raise
+            delay = 0.5 * 2**n
+            context.log.warning(f"{failure}; retrying in {delay:.1f}s")
+            time.sleep(delay)
+
+
+def _metadata(values: dict) -> dict:
+    out = {}
+    for name, value in values.items():
+        if name == "preview":
+            out[name] = dg.MetadataValue.md(value or "_(no text)_")
+        elif isinstance(value, (dict, list)):
+            out[name] = dg.MetadataValue.json(value)
+        elif value is None:
+            continue
+        else:
+            out[name] = value
+    return out
+
+
+def _check_results(context: dg.AssetExecutionContext, outcomes):
+    selected = {(key.asset_key.to_user_string(), key.name) for key in context.selected_asset_check_keys}
+    results = {
+        ("sections", "offsets_exact"): [o.document_id for o in outcomes if not o.offsets_exact],
+        ("sections", "no_stale_children"): [o.document_id for o in outcomes if o.stale_remaining],
+        ("images", "children_present"): [o.document_id for o in outcomes if o.missing_children],
+        ("provenance_triples", "triple_count_consistent"): [
+            o.document_id for o in outcomes if o.committed and o.triples_stored != o.triples_expected
+        ],
+    }
+    for (asset, check), bad in results.items():
+        if (asset, check) not in selected:
+            continue
+        yield dg.AssetCheckResult(
+            asset_key=asset,
+            check_name=check,
+            passed=not bad,
+            metadata={"documents_checked": len(outcomes), "failing_documents": dg.MetadataValue.json(bad[:100])},
+        )

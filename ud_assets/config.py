@@ -1,0 +1,39 @@
+"""Decoder options as Dagster run config: the spec's names and defaults, checked at launch."""
+
+from typing import Literal
+
+import dagster as dg
+from pydantic import Field, field_validator
+
+from ud_assets.decoding.model import DecoderConfig
+
+
+class DecoderOptions(dg.Config):
+    """Options of the universal decoder (editable in the launchpad)."""
+
+    strategy: Literal["auto", "fast", "hi_res", "ocr_only"] = Field(
+        default="auto", description="Partitioning strategy; auto never reaches for a model hub."
+    )
+    languages: str = Field(default="eng", description="Comma-separated OCR language codes.")
+    section_strategy: Literal["whole-document", "heading", "element-type", "count", "size"] = Field(
+        default="whole-document", description="How non-page formats are split into sections."
+    )
+    section_element_count: int = Field(default=20, gt=0, description="Elements per section for 'count'.")
+    section_max_size: int = Field(default=4000, gt=0, description="Max characters per section for 'size'.")
+    section_within_pages: bool = Field(default=False, description="Apply the section strategy inside pages too.")
+
+    @field_validator("languages")
+    @classmethod
+    def _languages(cls, value: str) -> str:
+        DecoderConfig(languages=value)  # raises on an invalid code
+        return value
+
+    def to_decoder_config(self) -> DecoderConfig:
+        return DecoderConfig(
+            strategy=self.strategy,
+            languages=tuple(self.languages.split(",")),
+            section_strategy=self.section_strategy,
+            section_element_count=self.section_element_count,
+            section_max_size=self.section_max_size,
+            section_within_pages=self.section_within_pages,
+        )

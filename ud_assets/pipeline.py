@@ -1,0 +1,361 @@
+"""Decoding one librarian document, stage by stage, into the librarian and its triple store.
+
+Plain Python over a Librarian (no Dagster here): the assets call `process_document` once per
+partition key. Each stage's output is stored, so any later stage can start from storage.
+
+Generations: every child id is derived from the generation fingerprint (bytes, unstructured's
+version, decoder options, decoder logic). A run writes the new generation beside the old one and
+only when all of it is stored does it `commit`: record the generation and remove what older
+generations left. A failure before that leaves the previous generation intact and queryable;
+re-running the same generation skips what is already stored (same ids), so nothing doubles.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from resources.model import GRAPH_SOURCE, IMAGE, Librarian, LibrarianError, Quad, StorageUnavailable, Term
+from resources.records import Failure, Generation
+from ud_assets.decoding import ids
+from ud_assets.decoding.decoder import (
+    build_images,
+    build_sections,
+    build_triples,
+    describe_document,
+    element_from_json,
+    element_to_json,
+    partition_document,
+)
+from ud_assets.decoding.model import (
+    DECODER_LOGIC_VERSION,
+    ConfigError,
+    DecodeError,
+    DecoderConfig,
+    DocumentInfo,
+    Element,
+    ImageRecord,
+    Section,
+)
+from ud_assets.decoding.partitioning import unstructured_version
+
+log = logging.getLogger(__name__)
+
+STAGES = ("document", "elements", "sections", "images", "provenance_triples")
+GENERATION_TAG = "generation:"
+
+
+class DocumentFailed(Exception):
+    """One document could not be processed; the message names it and the cause."""
+
+    def __init__(self, document_id: str, cause: str, transient: bool = False):
+        super().__init__(f"{document_id}: {cause}")
+        self.document_id = document_id
+        self.cause = cause
+        self.transient = transient
+
+
+@dataclass
+class Outcome:
+    """What processing one document produced: metadata per stage and the checks' inputs."""
+
+    document_id: str
+    metadata: dict[str, dict] = field(default_factory=dict)
+    sections: list[Section] = field(default_factory=list)
+    images: list[ImageRecord] = field(default_factory=list)
+    offsets_exact: bool = True
+    missing_children: list[str] = field(default_factory=list)
+    triples_expected: int = 0
+    triples_stored: int = 0
+    stale_children: list[str] = field(default_factory=list)  # removed at commit
+    stale_remaining: list[str] = field(default_factory=list)  # still there afterwards (should be none)
+    committed: bool = False
+
+
+def elements_object_id(document_id: str, fingerprint: str) -> uuid.UUID:
+    return ids.entity_uuid(document_id, fingerprint, "elements", 0)
+
+
+def generation_tag(fingerprint: str) -> str:
+    return GENERATION_TAG + fingerprint
+
+
+def process_document(
+    librarian: Librarian,
+    document_id: str,
+    config: DecoderConfig,
+    stages: Iterable[str] = STAGES,
+    version: str | None = None,
+    now: datetime | None = None,
+    progress: Callable[[str], None] = lambda message: None,
+) -> Outcome:
+    """Run the selected stages for one document; raises DocumentFailed naming the cause."""
+    stages = set(stages)
+    try:
+        return _process(librarian, document_id, config, stages, version or unstructured_version(), now, progress)
+    except DocumentFailed:
+        raise
+    except (DecodeError, ConfigError) as exc:
+        raise DocumentFailed(document_id, str(exc)) from exc
+    except StorageUnavailable as exc:
+        raise DocumentFailed(document_id, str(exc), transient=True) from exc
+    except LibrarianError as exc:
+        raise DocumentFailed(document_id, str(exc)) from exc
+    except (ConnectionError, TimeoutError, OSError) as exc:
+        raise DocumentFailed(document_id, f"storage unavailable: {type(exc).__name__}: {exc}", transient=True) from exc
+    except MemoryError as exc:
+        raise DocumentFailed(document_id, "ran out of memory while decoding") from exc
+    except Exception as exc:  # noqa: BLE001 - a parser bug on one document must not stop the batch
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise DocumentFailed(document_id, f"{type(exc).__name__}: {first[:200]}") from exc
+
+
+def _process(librarian, document_id, config, stages, version, now, progress) -> Outcome:
+    outcome = Outcome(document_id)
+    meta = librarian.get_metadata(document_id)
+    if meta.parent_id:
+        raise DocumentFailed(document_id, f"is a {meta.document_type} of {meta.parent_id}, not a source document")
+    head = librarian.read_range(document_id, 0, 65536)
+    info = describe_document(head, document_id, config, filename=meta.title, declared_kind=meta.kind,
+                             title=meta.title, version=version)
+    # The fingerprint covers the whole content: use the librarian's hash of all of it.
+    info.sha256, info.size = meta.sha256, meta.size
+    info.fingerprint = ids.fingerprint(meta.sha256, version, config)
+    if "document" in stages:
+        outcome.metadata["document"] = {
+            "mime_type": info.mime_type,
+            "declared_kind": meta.kind,
+            "size_bytes": meta.size,
+            "sha256": meta.sha256,
+            "title": meta.title,
+            "uploaded": meta.time.isoformat(),
+            "generation": info.fingerprint,
+        }
+    if not stages & {"elements", "sections", "images", "provenance_triples"}:
+        return outcome
+
+    started = time.perf_counter()
+    elements = _elements(librarian, info, config, meta, "elements" in stages, outcome, progress)
+    outcome.metadata.setdefault("elements", {})
+    timings = {"partition_s": round(time.perf_counter() - started, 3)}
+
+    sections, by_section = build_sections(info, config, elements)
+    images = build_images(info, sections, by_section)
+    outcome.sections, outcome.images = sections, images
+    outcome.offsets_exact = offsets_exact(sections)
+    tag = generation_tag(info.fingerprint)
+
+    if "sections" in stages:
+        t0 = time.perf_counter()
+        written = _store_sections(librarian, document_id, sections, tag)
+        timings["sections_s"] = round(time.perf_counter() - t0, 3)
+        outcome.metadata["sections"] = _sections_metadata(sections, written, info, timings)
+    if "images" in stages:
+        t0 = time.perf_counter()
+        written = _store_images(librarian, images, tag)
+        outcome.metadata["images"] = {
+            "images": len(images),
+            "written": written,
+            "bytes": sum(len(r.data) for r in images),
+            "by_mime_type": dict(Counter(r.mime_type for r in images)),
+            "image_ids": [r.id for r in images][:200],
+            "store_s": round(time.perf_counter() - t0, 3),
+        }
+    expected_children = [s.id for s in sections] + [r.id for r in images]
+    outcome.missing_children = [cid for cid in expected_children if not librarian.exists(cid)] if (
+        stages & {"sections", "images"}) else []
+
+    if "provenance_triples" in stages:
+        if outcome.missing_children:
+            raise DocumentFailed(document_id, f"{len(outcome.missing_children)} children of this generation are "
+                                              "missing; materialize sections and images first")
+        t0 = time.perf_counter()
+        triples = build_triples(info, sections, images, now)
+        quads = [to_quad(t) for t in triples]
+        entity_subjects = {q.s for q in quads} - {ids.document_iri(document_id)}
+        # Same ids on a re-run: clear this generation's subjects first, so nothing doubles.
+        librarian.triples.delete_subjects(sorted(entity_subjects), GRAPH_SOURCE, librarian.collection)
+        librarian.triples.insert(quads, librarian.collection)
+        outcome.triples_expected = len(quads)
+        summary = {"sections": len(sections), "images": len(images), "triples": len(quads)}
+        outcome.stale_children = commit(librarian, info, config, tag, quads, summary)
+        outcome.triples_stored = count_stored(librarian, {q.s for q in quads})
+    if stages & {"sections", "provenance_triples"}:
+        outcome.stale_remaining = [c.id for c in librarian.list_children(document_id) if tag not in c.tags]
+        outcome.committed = True
+        outcome.metadata["provenance_triples"] = {
+            "triples": len(quads),
+            "graph": GRAPH_SOURCE,
+            "subjects": len({q.s for q in quads}),
+            "store_s": round(time.perf_counter() - t0, 3),
+            "old_generation_children_removed": len(outcome.stale_children),
+        }
+    return outcome
+
+
+def _elements(librarian, info: DocumentInfo, config, meta, run_partition: bool, outcome: Outcome, progress) -> list[Element]:
+    object_id = elements_object_id(info.id, info.fingerprint)
+    if not run_partition:
+        try:
+            payload = b"".join(librarian.objects.open(object_id))
+        except Exception as exc:  # noqa: BLE001 - any miss means elements were never stored
+            raise DocumentFailed(info.id, "no stored elements for this generation; materialize elements first") from exc
+        stored = json.loads(payload)
+        info.strategy_used = stored["strategy_used"]
+        return [element_from_json(e) for e in stored["elements"]]
+    progress(f"partitioning {info.id} ({info.mime_type}, {meta.size} bytes)")
+    data = librarian.get_content(info.id)
+    started = time.perf_counter()
+    elements = partition_document(data, info, config, meta.title or None)
+    elapsed = time.perf_counter() - started
+    payload = json.dumps(
+        {
+            "document_id": info.id,
+            "generation": info.fingerprint,
+            "unstructured_version": info.unstructured_version,
+            "strategy_used": info.strategy_used,
+            "elements": [element_to_json(e) for e in elements],
+        },
+        ensure_ascii=False,
+    ).encode("utf-8")
+    librarian.objects.put(object_id, payload, "application/json")
+    counts = Counter(e.category for e in elements)
+    outcome.metadata["elements"] = {
+        "elements": len(elements),
+        "by_category": dict(sorted(counts.items())),
+        "tables": counts.get("Table", 0),
+        "images": counts.get("Image", 0),
+        "strategy_asked": config.strategy,
+        "strategy_used": info.strategy_used,
+        "notes": "; ".join(info.notes),
+        "unstructured_version": info.unstructured_version,
+        "partition_s": round(elapsed, 3),
+        "elements_object_id": str(object_id),
+        "json_bytes": len(payload),
+    }
+    return elements
+
+
+def _store_sections(librarian, document_id: str, sections: list[Section], tag: str) -> int:
+    written = 0
+    for section in sections:
+        if librarian.exists(section.id):
+            continue
+        librarian.add_child_document(
+            parent_id=document_id, id=section.id, kind="text/plain", content=section.text.encode("utf-8"),
+            document_type=section.type, title=section.label, tags=[tag],
+        )
+        written += 1
+    return written
+
+
+def _store_images(librarian, images: list[ImageRecord], tag: str) -> int:
+    written = 0
+    for record in images:
+        if librarian.exists(record.id):
+            continue
+        librarian.add_child_document(
+            parent_id=record.parent, id=record.id, kind=record.mime_type, content=record.data,
+            document_type=IMAGE, title=f"Image {record.ordinal}", tags=[tag],
+        )
+        written += 1
+    return written
+
+
+def commit(librarian, info: DocumentInfo, config: DecoderConfig, tag: str, quads: list[Quad], summary: dict) -> list[str]:
+    """Make the new generation current: record it, then remove older generations' children."""
+    doc_iri = ids.document_iri(info.id)
+    doc_quads = [q for q in quads if q.s == doc_iri]
+    librarian.triples.delete_subjects([doc_iri], GRAPH_SOURCE, librarian.collection)
+    librarian.triples.insert(doc_quads, librarian.collection)
+    librarian.set_generation(
+        Generation(
+            document_id=info.id,
+            fingerprint=info.fingerprint,
+            sha256=info.sha256,
+            unstructured_version=info.unstructured_version,
+            decoder_version=DECODER_LOGIC_VERSION,
+            config_json=json.dumps(config.as_dict(), sort_keys=True),
+            elements_object_id=str(elements_object_id(info.id, info.fingerprint)),
+            time=datetime.now(timezone.utc),
+            summary_json=json.dumps(summary),
+        )
+    )
+    stale = [c.id for c in librarian.list_children(info.id) if tag not in c.tags]
+    for child_id in stale:
+        librarian.remove_document(child_id)
+    librarian.clear_failure(info.id)
+    return stale
+
+
+def record_failure(librarian, document_id: str, error: DocumentFailed, version: str | None = None) -> None:
+    try:
+        sha = librarian.get_metadata(document_id).sha256
+    except LibrarianError:
+        sha = ""
+    previous = {f.document_id: f for f in librarian.list_failures()}.get(document_id)
+    attempts = previous.attempts + 1 if previous and previous.sha256 == sha else 1
+    librarian.record_failure(
+        Failure(
+            document_id=document_id,
+            time=datetime.now(timezone.utc),
+            sha256=sha,
+            unstructured_version=version or unstructured_version(),
+            decoder_version=DECODER_LOGIC_VERSION,
+            error=error.cause[:500],
+            transient=error.transient,
+            attempts=attempts,
+        )
+    )
+
+
+def to_quad(triple) -> Quad:
+    obj = Term(triple.o, is_iri=True) if triple.o_type == "iri" else Term(triple.o, datatype=triple.datatype)
+    return Quad(triple.s, triple.p, obj, triple.g)
+
+
+def count_stored(librarian, subjects: set[str]) -> int:
+    return sum(len(librarian.triples.query(s=s, g=GRAPH_SOURCE, collection=librarian.collection)) for s in subjects)
+
+
+def offsets_exact(sections: list[Section]) -> bool:
+    """Every element's text sits at its offset, and every section at its offset in the document text."""
+    text = "\n\n".join(s.text for s in sections if s.leaf)
+    for section in sections:
+        if text[section.char_offset : section.char_offset + section.char_length] != section.text:
+            return False
+        for element in section.elements:
+            if section.text[element.offset : element.offset + element.length] != element.text:
+                return False
+    return True
+
+
+def _sections_metadata(sections: list[Section], written: int, info: DocumentInfo, timings: dict) -> dict:
+    first = next((s for s in sections if s.leaf and s.text.strip()), None)
+    preview = ""
+    if first is not None:
+        snippet = first.text[:1500] + ("…" if len(first.text) > 1500 else "")
+        preview = f"**{first.label}** (chars {first.char_offset}–{first.char_offset + first.char_length})\n\n{snippet}"
+    return {
+        "pages": sum(1 for s in sections if s.type == "page"),
+        "sections": sum(1 for s in sections if s.type == "section"),
+        "tables": sum(s.table_count for s in sections if s.leaf),
+        "images": sum(s.image_count for s in sections if s.leaf),
+        "characters": sum(s.char_length for s in sections if s.leaf),
+        "written": written,
+        "mime_type": info.mime_type,
+        "strategy_used": info.strategy_used,
+        "child_ids": [s.id for s in sections][:200],
+        "positions": [
+            {"id": s.id, "label": s.label, "page": s.page_number, "offset": s.char_offset, "length": s.char_length}
+            for s in sections[:50]
+        ],
+        "preview": preview,
+        **timings,
+    }
