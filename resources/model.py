@@ -8,6 +8,7 @@ Two backends implement these interfaces with the same semantics:
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -76,12 +77,57 @@ class Upload:
 
 @dataclass(frozen=True)
 class Term:
-    """An RDF object: an IRI, or a literal with optional datatype / language."""
+    """An RDF object: an IRI, or a literal with optional datatype / language.
+
+    is_triple marks an RDF-star quoted triple (<<s p o>>, TrustGraph otype 't'); its value is the
+    JSON form TrustGraph's triple writer stores: build it with Term.quoted(), read it with as_triple().
+    """
 
     value: str
     is_iri: bool = False
     datatype: str = ""
     language: str = ""
+    is_triple: bool = False
+
+    @property
+    def otype(self) -> str:
+        """TrustGraph's object type code: 'u' IRI, 'l' literal, 't' quoted triple."""
+        return "t" if self.is_triple else ("u" if self.is_iri else "l")
+
+    @classmethod
+    def quoted(cls, s: str, p: str, o: Term) -> Term:
+        """The quoted triple <<s p o>> as an object term (subject and predicate are IRIs)."""
+        return cls(value=json.dumps({"s": _term_json(Term(s, is_iri=True)), "p": _term_json(Term(p, is_iri=True)), "o": _term_json(o)}), is_triple=True)
+
+    def as_triple(self) -> tuple[str, str, Term]:
+        """(s, p, o) of a quoted triple term."""
+        if not self.is_triple:
+            raise ValueError("not a quoted triple")
+        d = json.loads(self.value)
+        return _json_term(d["s"]).value, _json_term(d["p"]).value, _json_term(d["o"])
+
+
+def _term_json(t: Term) -> dict:
+    # The dict layout of trustgraph's serialize_triple (type i/l/t).
+    if t.is_triple:
+        return {"type": "t", "triple": t.value}
+    if t.is_iri:
+        return {"type": "i", "iri": t.value}
+    d: dict = {"type": "l", "value": t.value}
+    if t.datatype:
+        d["datatype"] = t.datatype
+    if t.language:
+        d["language"] = t.language
+    return d
+
+
+def _json_term(d: dict) -> Term:
+    kind = d.get("type")
+    if kind == "t":
+        return Term(d["triple"], is_triple=True)
+    if kind == "l":
+        return Term(d.get("value", ""), datatype=d.get("datatype", ""), language=d.get("language", ""))
+    return Term(d.get("iri") or d.get("id") or "", is_iri=True)
 
 
 @dataclass(frozen=True)
@@ -186,3 +232,5 @@ class StoreSettings:
     cassandra_hosts: list[str] = field(default_factory=list)
     cassandra_port: int = 9042
     extra: dict = field(default_factory=dict)
+    # The triple-store collection the librarian's provenance triples live in (remove_document cleans it).
+    collection: str = DEFAULT_COLLECTION

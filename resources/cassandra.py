@@ -1,0 +1,345 @@
+"""Cassandra cluster/session management: one Cluster + Session per process and settings.
+
+Environment:
+    CASSANDRA_HOST          comma-separated contact points (required for the cassandra backend)
+    CASSANDRA_PORT          native protocol port, default 9042
+    CASSANDRA_USERNAME / CASSANDRA_PASSWORD   PlainTextAuthProvider when both are set
+    CASSANDRA_TLS=1         TLS; CASSANDRA_TLS_CA_FILE (CA bundle), CASSANDRA_TLS_CERT_FILE +
+                            CASSANDRA_TLS_KEY_FILE (client certificate), CASSANDRA_TLS_VERIFY=0
+                            (no certificate/hostname check; development only)
+    CASSANDRA_CONSISTENCY   default LOCAL_QUORUM (= ONE on a single node with replication 1)
+    CASSANDRA_LOCAL_DC      local data centre for DC-aware load balancing (else the driver infers it)
+    CASSANDRA_CONNECT_TIMEOUT  seconds, default 5
+    UD_CASSANDRA_REPLICATION   replication of keyspaces we create: "1" or "SimpleStrategy:1" (default),
+                            or "NetworkTopologyStrategy:dc1=3,dc2=3"
+
+Only prepared statements carry values; keyspace and table names are formatted into CQL only after
+validation as identifiers. The password is read at connect time and kept nowhere else.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import re
+import ssl
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from resources.model import LibrarianError, StorageUnavailable
+
+log = logging.getLogger(__name__)
+
+IDENTIFIER = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
+_DC = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+
+
+def check_identifier(name: str) -> str:
+    """A keyspace/table name safe to format into CQL ([a-zA-Z][a-zA-Z0-9_]{0,47})."""
+    if not isinstance(name, str) or not IDENTIFIER.match(name):
+        raise LibrarianError(f"{name!r} is not a valid Cassandra identifier ([a-zA-Z][a-zA-Z0-9_]{{0,47}})")
+    return name
+
+
+def parse_replication(text: str | None) -> dict[str, object]:
+    """UD_CASSANDRA_REPLICATION -> a validated replication map."""
+    text = (text or "SimpleStrategy:1").strip()
+    if text.isdigit():
+        text = f"SimpleStrategy:{text}"
+    strategy, _, rest = text.partition(":")
+    strategy = strategy.strip()
+    try:
+        if strategy in ("SimpleStrategy", "simple"):
+            rf = int(rest.strip())
+            if rf < 1:
+                raise ValueError
+            return {"class": "SimpleStrategy", "replication_factor": rf}
+        if strategy in ("NetworkTopologyStrategy", "network"):
+            out: dict[str, object] = {"class": "NetworkTopologyStrategy"}
+            for part in rest.split(","):
+                dc, _, n = part.partition("=")
+                dc = dc.strip()
+                if not _DC.match(dc) or int(n) < 1:
+                    raise ValueError
+                out[dc] = int(n)
+            if len(out) < 2:
+                raise ValueError
+            return out
+    except ValueError:
+        pass
+    raise LibrarianError(
+        f"UD_CASSANDRA_REPLICATION {text!r} is not 'SimpleStrategy:N' or 'NetworkTopologyStrategy:dc1=N,dc2=M'"
+    )
+
+
+def replication_cql(replication: Mapping[str, object]) -> str:
+    parts = []
+    for k, v in replication.items():
+        if k == "class":
+            if v not in ("SimpleStrategy", "NetworkTopologyStrategy"):
+                raise LibrarianError(f"unknown replication strategy {v!r}")
+            parts.append(f"'class': '{v}'")
+        else:
+            if not _DC.match(str(k)) or not isinstance(v, int):
+                raise LibrarianError(f"invalid replication entry {k!r}: {v!r}")
+            parts.append(f"'{k}': {int(v)}")
+    return "{" + ", ".join(parts) + "}"
+
+
+@dataclass(frozen=True)
+class CassandraConfig:
+    """Non-secret connection settings (the key of the per-process cache)."""
+
+    hosts: tuple[str, ...]
+    port: int = 9042
+    username: str = ""
+    tls: bool = False
+    tls_ca_file: str = ""
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_verify: bool = True
+    consistency: str = "LOCAL_QUORUM"
+    local_dc: str = ""
+    replication: tuple[tuple[str, object], ...] = (("class", "SimpleStrategy"), ("replication_factor", 1))
+    connect_timeout: float = 5.0
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, hosts: Sequence[str] | None = None, port: int | None = None
+    ) -> CassandraConfig:
+        env = os.environ if env is None else env
+        if not hosts:
+            hosts = [h.strip() for h in (env.get("CASSANDRA_HOST") or "").split(",") if h.strip()]
+        if not hosts:
+            raise LibrarianError("CASSANDRA_HOST is not set (comma-separated Cassandra contact points)")
+        if port is None:
+            try:
+                port = int(env.get("CASSANDRA_PORT") or 9042)
+            except ValueError:
+                raise LibrarianError(f"CASSANDRA_PORT {env.get('CASSANDRA_PORT')!r} is not a port number") from None
+        consistency = (env.get("CASSANDRA_CONSISTENCY") or "LOCAL_QUORUM").strip().upper()
+        from cassandra import ConsistencyLevel
+
+        if consistency not in ConsistencyLevel.name_to_value:
+            raise LibrarianError(f"CASSANDRA_CONSISTENCY {consistency!r} is not a consistency level")
+        try:
+            timeout = float(env.get("CASSANDRA_CONNECT_TIMEOUT") or 5)
+        except ValueError:
+            raise LibrarianError("CASSANDRA_CONNECT_TIMEOUT is not a number of seconds") from None
+        return cls(
+            hosts=tuple(hosts),
+            port=int(port),
+            username=env.get("CASSANDRA_USERNAME") or "",
+            tls=_truthy(env.get("CASSANDRA_TLS")),
+            tls_ca_file=env.get("CASSANDRA_TLS_CA_FILE") or "",
+            tls_cert_file=env.get("CASSANDRA_TLS_CERT_FILE") or "",
+            tls_key_file=env.get("CASSANDRA_TLS_KEY_FILE") or "",
+            tls_verify=not _falsy(env.get("CASSANDRA_TLS_VERIFY")),
+            consistency=consistency,
+            local_dc=env.get("CASSANDRA_LOCAL_DC") or "",
+            replication=tuple(parse_replication(env.get("UD_CASSANDRA_REPLICATION")).items()),
+            connect_timeout=timeout,
+        )
+
+    @property
+    def endpoint(self) -> str:
+        return ",".join(f"{h}:{self.port}" for h in self.hosts)
+
+    @property
+    def replication_map(self) -> dict[str, object]:
+        return dict(self.replication)
+
+
+def _truthy(v: str | None) -> bool:
+    return (v or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _falsy(v: str | None) -> bool:
+    return (v or "").strip().lower() in ("0", "false", "no", "off")
+
+
+def _ssl_context(config: CassandraConfig) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=config.tls_ca_file or None)
+    if not config.tls_verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if config.tls_cert_file:
+        ctx.load_cert_chain(config.tls_cert_file, config.tls_key_file or None)
+    return ctx
+
+
+def unavailable(config: CassandraConfig, e: BaseException, what: str = "") -> StorageUnavailable:
+    detail = str(e) or type(e).__name__
+    return StorageUnavailable(f"Cassandra at {config.endpoint} unreachable{' while ' + what if what else ''}: {detail}")
+
+
+class CassandraConnection:
+    """A Cluster + Session shared by every store of this process with the same CassandraConfig."""
+
+    def __init__(self, config: CassandraConfig):
+        from cassandra import ConsistencyLevel
+        from cassandra.auth import PlainTextAuthProvider
+        from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
+        from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+
+        self.config = config
+        self._lock = threading.RLock()
+        self._refs = 0
+        self._prepared: dict[str, object] = {}
+        self._ready: set[str] = set()
+        password = os.environ.get("CASSANDRA_PASSWORD") or ""
+        auth = PlainTextAuthProvider(username=config.username, password=password) if config.username and password else None
+        profile = ExecutionProfile(
+            load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=config.local_dc or None)),
+            consistency_level=ConsistencyLevel.name_to_value[config.consistency],
+            serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL,
+            request_timeout=30.0,
+        )
+        try:
+            self.cluster = Cluster(
+                list(config.hosts),
+                port=config.port,
+                auth_provider=auth,
+                ssl_context=_ssl_context(config) if config.tls else None,
+                execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                connect_timeout=config.connect_timeout,
+                control_connection_timeout=config.connect_timeout,
+                max_schema_agreement_wait=30,
+            )
+            self.session = self.cluster.connect()
+        except Exception as e:
+            try:
+                self.cluster.shutdown()
+            except Exception:
+                pass
+            from cassandra import AuthenticationFailed
+            from cassandra.cluster import NoHostAvailable
+
+            if isinstance(e, NoHostAvailable) and any(isinstance(x, AuthenticationFailed) for x in e.errors.values()):
+                raise LibrarianError(
+                    f"Cassandra at {config.endpoint} refused the credentials of user {config.username!r}"
+                ) from None
+            raise unavailable(config, e) from None
+
+    # -- sharing -------------------------------------------------------------------------------
+
+    def retain(self) -> CassandraConnection:
+        with self._lock:
+            self._refs += 1
+        return self
+
+    def release(self) -> None:
+        with self._lock:
+            self._refs -= 1
+            last = self._refs <= 0
+        if last:
+            _forget(self)
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        try:
+            self.cluster.shutdown()
+        except Exception as e:  # pragma: no cover - best effort at exit
+            log.debug("cassandra shutdown: %s", e)
+
+    # -- statements ----------------------------------------------------------------------------
+
+    @contextmanager
+    def errors(self, what: str) -> Iterator[None]:
+        """Turn the driver's transient failures into StorageUnavailable naming the endpoint."""
+        from cassandra import DriverException, OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout
+        from cassandra.cluster import NoHostAvailable
+
+        try:
+            yield
+        except LibrarianError:
+            raise
+        except (NoHostAvailable, OperationTimedOut, Unavailable, ReadTimeout, WriteTimeout, ConnectionError) as e:
+            raise unavailable(self.config, e, what) from None
+        except DriverException as e:
+            raise LibrarianError(f"Cassandra at {self.config.endpoint}: {what} failed: {e}") from None
+
+    def prepare(self, cql: str):
+        stmt = self._prepared.get(cql)
+        if stmt is None:
+            with self.errors("preparing a statement"):
+                stmt = self.session.prepare(cql)
+            self._prepared[cql] = stmt
+        return stmt
+
+    def execute(self, cql: str, params: Sequence = (), what: str = "a query", fetch_size: int | None = None):
+        stmt = self.prepare(cql)
+        if fetch_size is not None:
+            stmt = stmt.bind(params)
+            stmt.fetch_size = fetch_size
+            params = None
+        with self.errors(what):
+            return self.session.execute(stmt, params)
+
+    def execute_many(
+        self, statements_and_params: Iterable[tuple[str, Sequence]], what: str = "writing rows", concurrency: int = 64
+    ) -> list:
+        """Run many prepared statements concurrently (cassandra.concurrent); results in order."""
+        from cassandra.concurrent import execute_concurrent
+
+        items = [(self.prepare(cql), tuple(params)) for cql, params in statements_and_params]
+        if not items:
+            return []
+        with self.errors(what):
+            results = execute_concurrent(self.session, items, concurrency=concurrency, raise_on_first_error=True)
+        return [r.result_or_exc for r in results]
+
+    def ddl(self, cql: str, what: str) -> None:
+        """A schema statement (not prepared: DDL carries no values)."""
+        with self.errors(what):
+            self.session.execute(cql, timeout=60)
+
+    def ensure_schema(self, name: str, statements: Sequence[str]) -> None:
+        """Run idempotent DDL once per process and wait for schema agreement."""
+        with self._lock:
+            if name in self._ready:
+                return
+            for cql in statements:
+                self.ddl(cql, f"creating schema {name}")
+            with self.errors(f"waiting for schema agreement on {name}"):
+                if not self.cluster.control_connection.wait_for_schema_agreement(wait_time=60):
+                    raise StorageUnavailable(f"Cassandra at {self.config.endpoint}: no schema agreement for {name} after 60 s")
+            self._ready.add(name)
+
+    def create_keyspace_cql(self, keyspace: str) -> str:
+        check_identifier(keyspace)
+        return f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {replication_cql(self.config.replication_map)}"
+
+
+_connections: dict[tuple[int, CassandraConfig], CassandraConnection] = {}
+_connections_lock = threading.Lock()
+
+
+def acquire(config: CassandraConfig | None = None) -> CassandraConnection:
+    """The shared connection for this config in this process (created on first use); release() when done."""
+    config = config or CassandraConfig.from_env()
+    key = (os.getpid(), config)
+    with _connections_lock:
+        conn = _connections.get(key)
+        if conn is None:
+            conn = _connections[key] = CassandraConnection(config)
+        return conn.retain()
+
+
+def _forget(conn: CassandraConnection) -> None:
+    with _connections_lock:
+        for key, c in list(_connections.items()):
+            if c is conn:
+                del _connections[key]
+
+
+@atexit.register
+def shutdown_all() -> None:
+    with _connections_lock:
+        conns = [c for (pid, _), c in _connections.items() if pid == os.getpid()]
+        _connections.clear()
+    for c in conns:
+        c.shutdown()

@@ -1,0 +1,330 @@
+"""The librarian: document bytes + metadata + child documents + provenance triples.
+
+One implementation (LibrarianService) over three parts, whichever backend they come from:
+- an ObjectStore (S3/MinIO, or files under UD_HOME/objects) holding bytes by object_id;
+- a DocumentStore (Cassandra librarian.document + upload_log, or SQLite) holding metadata rows;
+- a TripleStore (Cassandra quads_by_entity/quads_by_collection, or SQLite) holding provenance.
+
+Writes go object first, metadata second, so a failure never leaves metadata pointing to nothing;
+removals go triples, metadata (leaves first), objects, so a failed removal can be retried.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import unicodedata
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime, timezone
+from typing import BinaryIO, Protocol
+
+from resources.model import (
+    DEFAULT_COLLECTION,
+    DEFAULT_WORKSPACE,
+    DOCUMENT_TYPES,
+    GRAPH_SOURCE,
+    SOURCE,
+    DocumentExists,
+    DocumentMetadata,
+    DocumentNotFound,
+    LibrarianError,
+    ObjectStore,
+    TripleStore,
+    Upload,
+)
+
+log = logging.getLogger(__name__)
+
+PROV_WAS_GENERATED_BY = "http://www.w3.org/ns/prov#wasGeneratedBy"
+DEFAULT_GRAPH = ""
+MAX_ID_LENGTH = 512
+ADDED = "added"
+REMOVED = "removed"
+
+
+class DocumentStore(Protocol):
+    """Metadata rows and the upload log of a librarian (one backend's tables)."""
+
+    def get(self, workspace: str, id: str) -> DocumentMetadata | None: ...
+
+    def insert(self, meta: DocumentMetadata, event: str | None) -> bool:
+        """Insert the row unless (workspace, id) exists (then False); log `event` when given."""
+        ...
+
+    def list(self, workspace: str, include_children: bool) -> list[DocumentMetadata]: ...
+
+    def children(self, workspace: str, parent_id: str) -> list[DocumentMetadata]: ...
+
+    def delete(self, workspace: str, ids: Sequence[str]) -> None: ...
+
+    def log_event(self, workspace: str, id: str, event: str, sha256: str) -> None: ...
+
+    def events_since(self, workspace: str, cursor: str | None, limit: int) -> list[Upload]: ...
+
+    def close(self) -> None: ...
+
+
+def now_utc() -> datetime:
+    """Now, to the millisecond (what a Cassandra timestamp keeps), timezone-aware UTC."""
+    t = datetime.now(timezone.utc)
+    return t.replace(microsecond=t.microsecond // 1000 * 1000)
+
+
+def check_id(id: object, what: str = "document id") -> str:
+    if not isinstance(id, str):
+        raise LibrarianError(f"{what} must be a string, got {type(id).__name__}")
+    if not id:
+        raise LibrarianError(f"{what} is empty")
+    if len(id) > MAX_ID_LENGTH:
+        raise LibrarianError(f"{what} {id[:40]!r}... is {len(id)} characters long (at most {MAX_ID_LENGTH})")
+    for ch in id:
+        if unicodedata.category(ch) == "Cc":
+            raise LibrarianError(f"{what} {id!r} contains a control character ({ch!r})")
+    return id
+
+
+def check_kind(kind: object) -> str:
+    if not isinstance(kind, str) or not kind.strip():
+        raise LibrarianError("kind (the document's MIME type) is required")
+    if any(unicodedata.category(ch) == "Cc" for ch in kind) or len(kind) > 255:
+        raise LibrarianError(f"kind {kind[:60]!r} is not a MIME type")
+    return kind.strip()
+
+
+class HashingReader:
+    """A non-seekable reader that counts and hashes what passes through it, in order.
+
+    Non-seekable on purpose: boto3's managed transfer then reads it sequentially, part by part.
+    """
+
+    def __init__(self, source: bytes | BinaryIO):
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            source = io.BytesIO(bytes(source))
+        if not hasattr(source, "read"):
+            raise LibrarianError(f"content must be bytes or a binary file object, got {type(source).__name__}")
+        self._src = source
+        self._sha = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def read(self, n: int | None = -1) -> bytes:
+        data = self._src.read() if n is None or n < 0 else self._src.read(n)
+        if isinstance(data, str):
+            raise LibrarianError("content must be opened in binary mode, got text")
+        if data:
+            self._sha.update(data)
+            self.size += len(data)
+        return data
+
+    @property
+    def sha256(self) -> str:
+        return self._sha.hexdigest()
+
+
+class LibrarianService:
+    """The Librarian (resources.model.Librarian) of one workspace over any backend's parts."""
+
+    def __init__(
+        self,
+        objects: ObjectStore,
+        documents: DocumentStore,
+        triples: TripleStore,
+        workspace: str = DEFAULT_WORKSPACE,
+        collection: str = DEFAULT_COLLECTION,
+        on_close: Callable[[], None] | None = None,
+        description: str = "",
+    ):
+        self.objects = objects
+        self.documents = documents
+        self.triples = triples
+        self.workspace = check_id(workspace, "workspace")
+        self.collection = collection
+        self.description = description
+        self._on_close = on_close
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<Librarian workspace={self.workspace!r} {self.description}>"
+
+    def __enter__(self) -> LibrarianService:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def add_document(
+        self,
+        id: str,
+        kind: str,
+        content: bytes | BinaryIO,
+        title: str = "",
+        comments: str = "",
+        tags: Iterable[str] = (),
+        metadata: Iterable[tuple[str, bool, str, bool, str, bool]] = (),
+    ) -> DocumentMetadata:
+        check_id(id)
+        kind = check_kind(kind)
+        meta_tuples = tuple(_metadata_tuple(m) for m in metadata)
+        return self._store(
+            id=id, kind=kind, content=content, title=title, comments=comments,
+            tags=_tags(tags), metadata=meta_tuples, parent_id="", document_type=SOURCE,
+        )
+
+    def add_child_document(
+        self,
+        parent_id: str,
+        id: str,
+        kind: str,
+        content: bytes | BinaryIO,
+        document_type: str,
+        title: str = "",
+        tags: Iterable[str] = (),
+    ) -> DocumentMetadata:
+        check_id(parent_id, "parent id")
+        check_id(id)
+        kind = check_kind(kind)
+        if document_type not in DOCUMENT_TYPES or document_type == SOURCE:
+            allowed = ", ".join(t for t in DOCUMENT_TYPES if t != SOURCE)
+            raise LibrarianError(f"document type {document_type!r} of child {id!r} is not one of {allowed}")
+        if self.documents.get(self.workspace, parent_id) is None:
+            raise DocumentNotFound(f"parent document {parent_id!r} not found in workspace {self.workspace!r}")
+        return self._store(
+            id=id, kind=kind, content=content, title=title, comments="",
+            tags=_tags(tags), metadata=(), parent_id=parent_id, document_type=document_type,
+        )
+
+    def _store(self, *, id: str, content: bytes | BinaryIO, parent_id: str, document_type: str, **fields) -> DocumentMetadata:
+        if self.documents.get(self.workspace, id) is not None:
+            raise DocumentExists(f"document {id!r} already exists in workspace {self.workspace!r}")
+        object_id = uuid.uuid4()
+        reader = HashingReader(content)
+        self.objects.put(object_id, reader, fields["kind"])
+        meta = DocumentMetadata(
+            id=id, object_id=object_id, time=now_utc(), workspace=self.workspace,
+            parent_id=parent_id, document_type=document_type, size=reader.size, sha256=reader.sha256, **fields,
+        )
+        try:
+            inserted = self.documents.insert(meta, ADDED if document_type == SOURCE else None)
+        except BaseException:
+            self._discard_object(object_id, id)
+            raise
+        if not inserted:  # lost a race with another writer of the same id
+            self._discard_object(object_id, id)
+            raise DocumentExists(f"document {id!r} already exists in workspace {self.workspace!r}")
+        return meta
+
+    def _discard_object(self, object_id: uuid.UUID, id: str) -> None:
+        try:
+            self.objects.delete(object_id)
+        except Exception as e:  # an orphan object is harmless; keep the original error
+            log.warning("could not delete object %s of unsaved document %r: %s", object_id, id, e)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def get_metadata(self, id: str) -> DocumentMetadata:
+        check_id(id)
+        meta = self.documents.get(self.workspace, id)
+        if meta is None:
+            raise DocumentNotFound(f"document {id!r} not found in workspace {self.workspace!r}")
+        return meta
+
+    def exists(self, id: str) -> bool:
+        check_id(id)
+        return self.documents.get(self.workspace, id) is not None
+
+    def get_content(self, id: str) -> bytes:
+        return b"".join(self.stream_content(id))
+
+    def stream_content(self, id: str, chunk_size: int = 1 << 20) -> Iterator[bytes]:
+        if chunk_size <= 0:
+            raise LibrarianError(f"chunk size must be positive, got {chunk_size}")
+        meta = self.get_metadata(id)
+        return self.objects.open(meta.object_id, chunk_size)
+
+    def read_range(self, id: str, start: int, length: int) -> bytes:
+        if start < 0 or length < 0:
+            raise LibrarianError(f"invalid range start={start} length={length} for document {id!r}")
+        meta = self.get_metadata(id)
+        if length == 0 or start >= meta.size:
+            return b""
+        return self.objects.read_range(meta.object_id, start, min(length, meta.size - start))
+
+    def list_documents(self, include_children: bool = False) -> list[DocumentMetadata]:
+        docs = self.documents.list(self.workspace, include_children)
+        return sorted(docs, key=lambda d: (d.time, d.id))
+
+    def list_children(self, parent_id: str) -> list[DocumentMetadata]:
+        check_id(parent_id, "parent id")
+        return sorted(self.documents.children(self.workspace, parent_id), key=lambda d: (d.time, d.id))
+
+    def uploads_since(self, cursor: str | None, limit: int = 1000) -> list[Upload]:
+        if limit <= 0:
+            raise LibrarianError(f"limit must be positive, got {limit}")
+        return self.documents.events_since(self.workspace, cursor, limit)
+
+    # -- removing ------------------------------------------------------------------------------
+
+    def remove_document(self, id: str) -> int:
+        """Remove a document and, recursively, its children, their bytes and their triples."""
+        root = self.get_metadata(id)
+        order: list[DocumentMetadata] = [root]  # breadth first: parents before children
+        seen = {root.id}
+        i = 0
+        while i < len(order):
+            for child in self.documents.children(self.workspace, order[i].id):
+                if child.id not in seen:
+                    seen.add(child.id)
+                    order.append(child)
+            i += 1
+        ids = [d.id for d in order]
+        subjects = set(ids)
+        for doc_id in ids:
+            for q in self.triples.query(s=doc_id, p=PROV_WAS_GENERATED_BY, collection=self.collection):
+                if q.o.is_iri:
+                    subjects.add(q.o.value)
+        for graph in (GRAPH_SOURCE, DEFAULT_GRAPH):
+            self.triples.delete_subjects(sorted(subjects), graph, self.collection)
+        self.documents.delete(self.workspace, list(reversed(ids)))  # leaves first: a retry finds the rest
+        if root.document_type == SOURCE and not root.parent_id:
+            self.documents.log_event(self.workspace, root.id, REMOVED, root.sha256)
+        for doc in reversed(order):
+            try:
+                self.objects.delete(doc.object_id)
+            except Exception as e:  # metadata is gone already; an orphan object is only garbage
+                log.warning("could not delete object %s of removed document %r: %s", doc.object_id, doc.id, e)
+        return len(order)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._on_close is not None:
+            self._on_close()
+
+
+def _tags(tags: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(tags, str):
+        raise LibrarianError("tags must be a list of strings, not a string")
+    out = tuple(tags)
+    for t in out:
+        if not isinstance(t, str):
+            raise LibrarianError(f"tag {t!r} is not a string")
+    return out
+
+
+def _metadata_tuple(m: Sequence) -> tuple[str, bool, str, bool, str, bool]:
+    if len(m) != 6:
+        raise LibrarianError(f"metadata entry {m!r} is not (s, s_is_iri, p, p_is_iri, o, o_is_iri)")
+    s, si, p, pi, o, oi = m
+    if not all(isinstance(x, str) for x in (s, p, o)):
+        raise LibrarianError(f"metadata entry {m!r}: s, p and o must be strings")
+    return (s, bool(si), p, bool(pi), o, bool(oi))
