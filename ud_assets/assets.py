@@ -104,7 +104,7 @@ def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions,
         context.log.info(f"[{index}/{len(keys)}] {key}")
         try:
             outcome = _with_retries(lambda: process_document(lib, key, decoder_config, stages,
-                                                             progress=context.log.debug), context)
+                                                             progress=context.log.debug, force=config.force), context)
         except DocumentFailed as failure:
             failures.append(failure)
             context.log.error(f"document {failure}")

@@ -21,6 +21,7 @@ class DecoderOptions(dg.Config):
     section_element_count: int = Field(default=20, gt=0, description="Elements per section for 'count'.")
     section_max_size: int = Field(default=4000, gt=0, description="Max characters per section for 'size'.")
     section_within_pages: bool = Field(default=False, description="Apply the section strategy inside pages too.")
+    force: bool = Field(default=False, description="Decode again even when the current generation is up to date.")
 
     @field_validator("languages")
     @classmethod

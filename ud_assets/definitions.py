@@ -9,10 +9,13 @@ import dagster as dg
 from resources.dagster_resources import LibrarianResource
 from ud_assets.assets import universal_decoder
 from ud_assets.jobs import decode_documents
+from ud_assets.sensors import librarian_uploads, reprocess_after_upgrade
 
 defs = dg.Definitions(
     assets=[universal_decoder],
     jobs=[decode_documents],
+    sensors=[librarian_uploads],
+    schedules=[reprocess_after_upgrade],
     resources={"librarian": LibrarianResource()},
     executor=dg.in_process_executor,
 )

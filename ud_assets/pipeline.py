@@ -76,6 +76,7 @@ class Outcome:
     stale_children: list[str] = field(default_factory=list)  # removed at commit
     stale_remaining: list[str] = field(default_factory=list)  # still there afterwards (should be none)
     committed: bool = False
+    skipped: bool = False  # already current: nothing to do
 
 
 def elements_object_id(document_id: str, fingerprint: str) -> uuid.UUID:
@@ -94,11 +95,17 @@ def process_document(
     version: str | None = None,
     now: datetime | None = None,
     progress: Callable[[str], None] = lambda message: None,
+    force: bool = False,
 ) -> Outcome:
-    """Run the selected stages for one document; raises DocumentFailed naming the cause."""
+    """Run the selected stages for one document; raises DocumentFailed naming the cause.
+
+    A document whose current generation is the one these inputs would produce is skipped
+    (the result would be identical) unless force is set.
+    """
     stages = set(stages)
     try:
-        return _process(librarian, document_id, config, stages, version or unstructured_version(), now, progress)
+        return _process(librarian, document_id, config, stages, version or unstructured_version(), now, progress,
+                        force)
     except DocumentFailed:
         raise
     except (DecodeError, ConfigError) as exc:
@@ -116,7 +123,7 @@ def process_document(
         raise DocumentFailed(document_id, f"{type(exc).__name__}: {first[:200]}") from exc
 
 
-def _process(librarian, document_id, config, stages, version, now, progress) -> Outcome:
+def _process(librarian, document_id, config, stages, version, now, progress, force) -> Outcome:
     outcome = Outcome(document_id)
     meta = librarian.get_metadata(document_id)
     if meta.parent_id:
@@ -138,6 +145,13 @@ def _process(librarian, document_id, config, stages, version, now, progress) -> 
             "generation": info.fingerprint,
         }
     if not stages & {"elements", "sections", "images", "provenance_triples"}:
+        return outcome
+    previous = librarian.get_generation(document_id)
+    if not force and set(STAGES[1:]) <= stages and previous is not None and previous.fingerprint == info.fingerprint:
+        outcome.skipped = True
+        for stage in STAGES[1:]:
+            outcome.metadata[stage] = {"up_to_date": True, "generation": info.fingerprint,
+                                       "decoded": previous.time.isoformat()}
         return outcome
 
     started = time.perf_counter()
@@ -183,7 +197,14 @@ def _process(librarian, document_id, config, stages, version, now, progress) -> 
         librarian.triples.delete_subjects(sorted(entity_subjects), GRAPH_SOURCE, librarian.collection)
         librarian.triples.insert(quads, librarian.collection)
         outcome.triples_expected = len(quads)
-        summary = {"sections": len(sections), "images": len(images), "triples": len(quads)}
+        summary = {
+            "pages": sum(1 for s in sections if s.type == "page"),
+            "sections": sum(1 for s in sections if s.type == "section"),
+            "tables": sum(s.table_count for s in sections if s.leaf),
+            "images": len(images),
+            "triples": len(quads),
+        }
+        diff = generation_diff(librarian, previous, info, sections, elements, tag) if previous else None
         outcome.stale_children = commit(librarian, info, config, tag, quads, summary)
         outcome.triples_stored = count_stored(librarian, {q.s for q in quads})
     if stages & {"sections", "provenance_triples"}:
@@ -195,6 +216,7 @@ def _process(librarian, document_id, config, stages, version, now, progress) -> 
             "subjects": len({q.s for q in quads}),
             "store_s": round(time.perf_counter() - t0, 3),
             "old_generation_children_removed": len(outcome.stale_children),
+            **({"changes_from_previous_generation": diff} if diff else {}),
         }
     return outcome
 
@@ -292,6 +314,38 @@ def commit(librarian, info: DocumentInfo, config: DecoderConfig, tag: str, quads
         librarian.remove_document(child_id)
     librarian.clear_failure(info.id)
     return stale
+
+
+def generation_diff(librarian, previous: Generation, info: DocumentInfo, sections: list[Section],
+                    elements: list[Element], tag: str) -> dict | None:
+    """What a new generation changes: sections, elements and characters added/removed/changed."""
+    if previous.fingerprint == info.fingerprint:
+        return None
+    old_sections = {
+        c.title: librarian.get_content(c.id).decode("utf-8", errors="replace")
+        for c in librarian.list_children(info.id)
+        if tag not in c.tags and c.document_type in ("page", "section")
+    }
+    new_sections = {s.label: s.text for s in sections if s.leaf}
+    try:
+        payload = b"".join(librarian.objects.open(uuid.UUID(previous.elements_object_id)))
+        old_elements = Counter((e["category"], e["text"]) for e in json.loads(payload)["elements"])
+    except Exception:  # noqa: BLE001 - an old generation without stored elements: compare what is there
+        old_elements = Counter()
+    new_elements = Counter((e.category, e.text) for e in elements)
+    old_paragraphs = Counter(p for text in old_sections.values() for p in text.split("\n\n"))
+    new_paragraphs = Counter(p for text in new_sections.values() for p in text.split("\n\n"))
+    return {
+        "from_unstructured": previous.unstructured_version,
+        "to_unstructured": info.unstructured_version,
+        "sections_added": len(new_sections.keys() - old_sections.keys()),
+        "sections_removed": len(old_sections.keys() - new_sections.keys()),
+        "sections_changed": sum(1 for k in new_sections.keys() & old_sections.keys() if new_sections[k] != old_sections[k]),
+        "elements_added": sum((new_elements - old_elements).values()),
+        "elements_removed": sum((old_elements - new_elements).values()),
+        "characters_added": sum(len(p) * n for p, n in (new_paragraphs - old_paragraphs).items()),
+        "characters_removed": sum(len(p) * n for p, n in (old_paragraphs - new_paragraphs).items()),
+    }
 
 
 def record_failure(librarian, document_id: str, error: DocumentFailed, version: str | None = None) -> None:
