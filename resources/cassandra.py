@@ -297,10 +297,20 @@ class CassandraConnection:
         with self.errors(what):
             self.session.execute(cql, timeout=60)
 
-    def ensure_schema(self, name: str, statements: Sequence[str]) -> None:
-        """Run idempotent DDL once per process and wait for schema agreement."""
+    def ensure_schema(
+        self, name: str, statements: Sequence[str], tables: Sequence[str] = (), indexes: Sequence[str] = ()
+    ) -> None:
+        """Run idempotent DDL once per process and wait for schema agreement.
+
+        When the driver's schema metadata already shows keyspace `name` with all `tables` and `indexes`, the DDL
+        is skipped (a CLI call then costs no schema round trips).
+        """
         with self._lock:
             if name in self._ready:
+                return
+            ks = self.cluster.metadata.keyspaces.get(name)
+            if tables and ks is not None and all(t in ks.tables for t in tables) and all(i in ks.indexes for i in indexes):
+                self._ready.add(name)
                 return
             for cql in statements:
                 self.ddl(cql, f"creating schema {name}")

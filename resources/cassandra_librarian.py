@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 
 from resources.cassandra import CassandraConnection
+from resources.librarian import RECORD_TYPES, record_columns
 from resources.model import SOURCE, DocumentMetadata, LibrarianError, Upload
 
 KEYSPACE = "librarian"
@@ -53,7 +54,21 @@ def schema(connection: CassandraConnection) -> list[str]:
             sha256 text,
             PRIMARY KEY (workspace, seq)
         ) WITH CLUSTERING ORDER BY (seq ASC)""",
+        *(record_table(kind) for kind in RECORD_TYPES),
     ]
+
+
+_CQL_TYPES = {str: "text", int: "bigint", bool: "boolean", datetime: "timestamp"}
+
+
+def record_table(kind: str) -> str:
+    """Our decoder records (resources.records), one table per type: PRIMARY KEY (workspace, document_id)."""
+    cols = ",\n            ".join(f"{name} {_CQL_TYPES[t]}" for name, t in record_columns(kind))
+    return f"""CREATE TABLE IF NOT EXISTS {KEYSPACE}.record_{kind} (
+            workspace text,
+            {cols},
+            PRIMARY KEY (workspace, document_id)
+        )"""
 
 
 _EPOCH_UUID = datetime(1582, 10, 15, tzinfo=timezone.utc)
@@ -93,7 +108,8 @@ class CassandraDocumentStore:
 
     def __init__(self, connection: CassandraConnection):
         self.c = connection
-        self.c.ensure_schema(KEYSPACE, schema(connection))
+        tables = ["document", "upload_log", *(f"record_{kind}" for kind in RECORD_TYPES)]
+        self.c.ensure_schema(KEYSPACE, schema(connection), tables, ["document_object", "document_parent"])
         ks = KEYSPACE
         self._get = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND id = ?"
         self._insert = (
@@ -158,6 +174,36 @@ class CassandraDocumentStore:
             Upload(id=r.id, event=r.event, sha256=r.sha256 or "", time=_uuid_time(r.seq), cursor=str(r.seq))
             for r in rows
         ]
+
+    def put_record(self, kind: str, workspace: str, record: object) -> None:
+        cols = record_columns(kind)
+        names = ", ".join(name for name, _ in cols)
+        cql = f"INSERT INTO {KEYSPACE}.record_{kind} (workspace, {names}) VALUES (?, {', '.join('?' * len(cols))})"
+        self.c.execute(cql, (workspace, *(getattr(record, name) for name, _ in cols)), f"writing the {kind} of {record.document_id!r}")
+
+    def _records(self, kind: str, extra: str, params: tuple) -> list:
+        cols = record_columns(kind)
+        names = ", ".join(name for name, _ in cols)
+        cql = f"SELECT {names} FROM {KEYSPACE}.record_{kind} WHERE workspace = ?{extra}"
+        cls = RECORD_TYPES[kind]
+        what = f"reading {kind} records"
+        with self.c.errors(what):
+            return [
+                cls(**{name: (_utc(getattr(r, name)) if t is datetime else getattr(r, name)) for name, t in cols})
+                for r in self.c.execute(cql, params, what, fetch_size=1000)
+            ]
+
+    def get_record(self, kind: str, workspace: str, document_id: str) -> object | None:
+        found = self._records(kind, " AND document_id = ?", (workspace, document_id))
+        return found[0] if found else None
+
+    def list_records(self, kind: str, workspace: str) -> list:
+        return self._records(kind, "", (workspace,))
+
+    def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None:
+        record_columns(kind)
+        cql = f"DELETE FROM {KEYSPACE}.record_{kind} WHERE workspace = ? AND document_id = ?"
+        self.c.execute_many(((cql, (workspace, i)) for i in document_ids), f"deleting {kind} records")
 
     def close(self) -> None:
         pass

@@ -95,7 +95,7 @@ class CassandraTripleStore:
         self.workspace = workspace
         self.keyspace = ks = keyspace_for(workspace)
         self.concurrency = concurrency
-        self.c.ensure_schema(ks, schema(connection, ks))
+        self.c.ensure_schema(ks, schema(connection, ks), ["quads_by_entity", "quads_by_collection", "collection_metadata"])
         self._collections: set[str] = set()
         cols = "collection, entity, role, p, otype, s, o, d, dtype, lang"
         self._ins_entity = f"INSERT INTO {ks}.quads_by_entity ({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"

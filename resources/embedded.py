@@ -32,7 +32,7 @@ from resources.model import (
     Term,
     Upload,
 )
-from resources.librarian import LibrarianService, now_utc
+from resources.librarian import RECORD_TYPES, LibrarianService, now_utc, record_columns
 
 COPY_CHUNK = 1 << 20
 SQLITE_NAME = "librarian.sqlite3"
@@ -151,6 +151,18 @@ def _file_chunks(f: BinaryIO, chunk_size: int) -> Iterator[bytes]:
             yield chunk
 
 
+_SQL_TYPES = {str: "TEXT", int: "INTEGER", bool: "INTEGER", datetime: "INTEGER"}
+
+
+def _record_schema() -> list[str]:
+    out = []
+    for kind in RECORD_TYPES:
+        cols = ", ".join(f"{name} {_SQL_TYPES[t]} NOT NULL" for name, t in record_columns(kind))
+        out.append(f"CREATE TABLE IF NOT EXISTS record_{kind} (workspace TEXT NOT NULL, {cols}, "
+                   "PRIMARY KEY (workspace, document_id)) WITHOUT ROWID")
+    return out
+
+
 class SqliteDatabase:
     """One SQLite connection (per process and store), serialised by a lock, WAL mode."""
 
@@ -167,7 +179,7 @@ class SqliteDatabase:
                 raise LibrarianError(f"SQLite database {self.path} could not switch to WAL mode (got {mode})")
             self.conn.execute("PRAGMA synchronous = NORMAL")
             with self.write() as c:
-                for statement in _SCHEMA.split(";"):
+                for statement in [*_SCHEMA.split(";"), *_record_schema()]:
                     if statement.strip():
                         c.execute(statement)
         except sqlite3.Error as e:
@@ -276,8 +288,56 @@ class SqliteDocumentStore:
         )
         return [Upload(id=r[1], event=r[2], sha256=r[3], time=_from_ms(r[4]), cursor=str(r[0])) for r in rows]
 
+    def put_record(self, kind: str, workspace: str, record: object) -> None:
+        cols = record_columns(kind)
+        values = [_to_sql(getattr(record, name), t) for name, t in cols]
+        names = ", ".join(name for name, _ in cols)
+        with self.db.write() as c:
+            c.execute(
+                f"INSERT OR REPLACE INTO record_{kind} (workspace, {names}) VALUES (?, {', '.join('?' * len(cols))})",
+                (workspace, *values),
+            )
+
+    def _records(self, kind: str, where: str, params: Sequence) -> list:
+        cols = record_columns(kind)
+        names = ", ".join(name for name, _ in cols)
+        rows = self.db.read(f"SELECT {names} FROM record_{kind} WHERE {where}", params)
+        cls = RECORD_TYPES[kind]
+        return [cls(**{name: _from_sql(v, t) for (name, t), v in zip(cols, r)}) for r in rows]
+
+    def get_record(self, kind: str, workspace: str, document_id: str) -> object | None:
+        found = self._records(kind, "workspace = ? AND document_id = ?", (workspace, document_id))
+        return found[0] if found else None
+
+    def list_records(self, kind: str, workspace: str) -> list:
+        return self._records(kind, "workspace = ?", (workspace,))
+
+    def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None:
+        record_columns(kind)  # validates kind
+        with self.db.write() as c:
+            c.executemany(
+                f"DELETE FROM record_{kind} WHERE workspace = ? AND document_id = ?",
+                [(workspace, i) for i in document_ids],
+            )
+
     def close(self) -> None:
         pass
+
+
+def _to_sql(value, t):
+    if t is datetime:
+        return _ms(value)
+    if t is bool:
+        return int(bool(value))
+    return value
+
+
+def _from_sql(value, t):
+    if t is datetime:
+        return _from_ms(value)
+    if t is bool:
+        return bool(value)
+    return value
 
 
 def _quad_row(q: Quad) -> tuple[str, str, str, str, str, str, str]:

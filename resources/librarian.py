@@ -11,9 +11,11 @@ removals go triples, metadata (leaves first), objects, so a failed removal can b
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import logging
+import typing
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,6 +36,7 @@ from resources.model import (
     TripleStore,
     Upload,
 )
+from resources.records import Failure, Generation
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +66,30 @@ class DocumentStore(Protocol):
 
     def events_since(self, workspace: str, cursor: str | None, limit: int) -> list[Upload]: ...
 
+    # Decoder records (resources.records), one per (workspace, document_id) and record type.
+    def put_record(self, kind: str, workspace: str, record: object) -> None: ...
+
+    def get_record(self, kind: str, workspace: str, document_id: str) -> object | None: ...
+
+    def list_records(self, kind: str, workspace: str) -> list: ...
+
+    def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None: ...
+
     def close(self) -> None: ...
+
+
+# The decoder's per-document records, stored beside the document table (generation, failure).
+RECORD_TYPES: dict[str, type] = {"generation": Generation, "failure": Failure}
+
+
+def record_columns(kind: str) -> list[tuple[str, type]]:
+    """(field, python type) of a record type; document_id first (the key within a workspace)."""
+    cls = RECORD_TYPES[kind]
+    hints = typing.get_type_hints(cls)
+    cols = [(f.name, hints[f.name]) for f in dataclasses.fields(cls)]
+    if cols[0][0] != "document_id" or any(t not in (str, int, bool, datetime) for _, t in cols):
+        raise TypeError(f"record type {cls.__name__} needs document_id first and str/int/bool/datetime fields")
+    return cols
 
 
 def now_utc() -> datetime:
@@ -293,15 +319,50 @@ class LibrarianService:
                     subjects.add(q.o.value)
         for graph in (GRAPH_SOURCE, DEFAULT_GRAPH):
             self.triples.delete_subjects(sorted(subjects), graph, self.collection)
+        generations = [g for g in (self.documents.get_record("generation", self.workspace, i) for i in ids) if g]
+        for kind in RECORD_TYPES:
+            self.documents.delete_records(kind, self.workspace, ids)
         self.documents.delete(self.workspace, list(reversed(ids)))  # leaves first: a retry finds the rest
         if root.document_type == SOURCE and not root.parent_id:
             self.documents.log_event(self.workspace, root.id, REMOVED, root.sha256)
-        for doc in reversed(order):
+        doomed = [(d.object_id, d.id) for d in reversed(order)]
+        for g in generations:  # the stored elements of each removed document's generation
             try:
-                self.objects.delete(doc.object_id)
+                doomed.append((uuid.UUID(g.elements_object_id), g.document_id))
+            except ValueError:
+                pass
+        for object_id, doc_id in doomed:
+            try:
+                self.objects.delete(object_id)
             except Exception as e:  # metadata is gone already; an orphan object is only garbage
-                log.warning("could not delete object %s of removed document %r: %s", doc.object_id, doc.id, e)
+                log.warning("could not delete object %s of removed document %r: %s", object_id, doc_id, e)
         return len(order)
+
+    # -- decoder records (resources.records) -----------------------------------------------------
+
+    def set_generation(self, generation: Generation) -> None:
+        """Record what produced a document's current children (replaces the previous record)."""
+        check_id(generation.document_id)
+        self.documents.put_record("generation", self.workspace, generation)
+
+    def get_generation(self, document_id: str) -> Generation | None:
+        check_id(document_id)
+        return self.documents.get_record("generation", self.workspace, document_id)
+
+    def list_generations(self) -> list[Generation]:
+        return sorted(self.documents.list_records("generation", self.workspace), key=lambda g: g.document_id)
+
+    def record_failure(self, failure: Failure) -> None:
+        """Record (or replace) why a document could not be decoded."""
+        check_id(failure.document_id)
+        self.documents.put_record("failure", self.workspace, failure)
+
+    def clear_failure(self, document_id: str) -> None:
+        check_id(document_id)
+        self.documents.delete_records("failure", self.workspace, [document_id])
+
+    def list_failures(self) -> list[Failure]:
+        return sorted(self.documents.list_records("failure", self.workspace), key=lambda f: f.document_id)
 
     def close(self) -> None:
         if self._closed:

@@ -153,7 +153,7 @@ def test_kind_is_required(librarian):
     assert not librarian.exists("no-kind")
 
 
-@pytest.mark.parametrize("bad", ["", "x" * 513, "a\nb", "tab\there", "nul\x00", "del\x7f"])
+@pytest.mark.parametrize("bad", ["", "x" * 513, "a\nb", "tab\there", "nul\x00", "del\x7f"], ids=["empty", "too-long", "newline", "tab", "nul", "del"])
 def test_bad_ids_are_refused(librarian, bad):
     with pytest.raises(LibrarianError) as err:
         librarian.add_document(bad, "text/plain", b"abc")
