@@ -1,0 +1,433 @@
+"""Small deterministic test documents, built in memory and returned as bytes.
+
+Every generator gives the same bytes on every call (fixed dates, ids and compression), so tests
+can compare against them and content hashes stay stable. The positions and images the documents
+contain are exposed as constants for the tests that check them.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import zipfile
+from email.message import EmailMessage
+
+# -- images ----------------------------------------------------------------------------------
+
+
+def png(width: int = 40, height: int = 30, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
+    """An RGB PNG of one color with a 1-px black top-left corner, so orientation is testable."""
+    from PIL import Image
+
+    image = Image.new("RGB", (width, height), color)
+    image.putpixel((0, 0), (0, 0, 0))
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
+def jpeg(width: int = 40, height: int = 30, color: tuple[int, int, int] = (30, 90, 200), quality: int = 90) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(out, format="JPEG", quality=quality)
+    return out.getvalue()
+
+
+def gif(width: int = 8, height: int = 8, color: tuple[int, int, int] = (0, 160, 0)) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(out, format="GIF")
+    return out.getvalue()
+
+
+# -- PDF -------------------------------------------------------------------------------------
+
+PDF_PAGE_SIZE = (612.0, 792.0)  # US letter, points
+PDF_HEADING = "Quarterly Report"
+PDF_PARAGRAPH = "Revenue grew steadily across all regions during the quarter."
+PDF_PAGE2_HEADING = "Appendix"
+PDF_PAGE2_PARAGRAPH = "The appendix holds one more figure."
+# Where the generator draws things, as (x0, top, x1, bottom) from the page's TOP-LEFT corner.
+PDF_HEADING_BASELINE = (72.0, 72.0)  # x, distance of the baseline from the top
+PDF_JPEG_BOX = (72.0, 150.0, 216.0, 258.0)  # page 1
+PDF_PNG_BOX = (300.0, 400.0, 400.0, 475.0)  # page 1, drawn before the JPEG in the content stream
+PDF_PNG2_BOX = (100.0, 200.0, 180.0, 260.0)  # page 2
+
+
+def pdf_jpeg() -> bytes:
+    return jpeg(160, 120, (30, 90, 200))
+
+
+def pdf_png() -> bytes:
+    return png(64, 48, (200, 30, 30))
+
+
+def pdf_png2() -> bytes:
+    return png(32, 24, (20, 160, 20))
+
+
+def _draw(canvas, data: bytes, box: tuple[float, float, float, float]) -> None:
+    """Draw image bytes into a box given from the top-left corner (reportlab is bottom-up)."""
+    from reportlab.lib.utils import ImageReader
+
+    x0, top, x1, bottom = box
+    canvas.drawImage(ImageReader(io.BytesIO(data)), x0, PDF_PAGE_SIZE[1] - bottom, x1 - x0, bottom - top)
+
+
+def pdf_with_text_and_image() -> bytes:
+    """Two pages: heading, paragraph, a PNG and a JPEG on page 1; heading, paragraph, a PNG on page 2."""
+    from reportlab.pdfgen.canvas import Canvas
+
+    out = io.BytesIO()
+    canvas = Canvas(out, pagesize=PDF_PAGE_SIZE, invariant=1)
+    height = PDF_PAGE_SIZE[1]
+    canvas.setFont("Helvetica-Bold", 20)
+    canvas.drawString(PDF_HEADING_BASELINE[0], height - PDF_HEADING_BASELINE[1], PDF_HEADING)
+    canvas.setFont("Helvetica", 11)
+    canvas.drawString(72, height - 110, PDF_PARAGRAPH)
+    # The lower image first: extraction must still return them top to bottom.
+    _draw(canvas, pdf_png(), PDF_PNG_BOX)
+    _draw(canvas, pdf_jpeg(), PDF_JPEG_BOX)
+    canvas.showPage()
+    canvas.setFont("Helvetica-Bold", 20)
+    canvas.drawString(72, height - 72, PDF_PAGE2_HEADING)
+    canvas.setFont("Helvetica", 11)
+    canvas.drawString(72, height - 110, PDF_PAGE2_PARAGRAPH)
+    _draw(canvas, pdf_png2(), PDF_PNG2_BOX)
+    canvas.showPage()
+    canvas.save()
+    return out.getvalue()
+
+
+PDF_FORM_OFFSET = (200.0, -300.0)  # the form is drawn translated by this (reportlab, bottom-up)
+PDF_FORM_IMAGE_BOX = (250.0, 400.0, 330.0, 460.0)  # where the form's JPEG lands, from the top-left
+
+
+def pdf_with_form_image() -> bytes:
+    """One page whose only image is inside a form XObject drawn with a translation."""
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen.canvas import Canvas
+
+    out = io.BytesIO()
+    canvas = Canvas(out, pagesize=PDF_PAGE_SIZE, invariant=1)
+    canvas.drawString(72, 720, "A page with a form XObject.")
+    canvas.beginForm("logo")
+    # In form space: x=50, y=632 (bottom-up); translated by (200, -300) -> x=250, y=332..392.
+    canvas.drawImage(ImageReader(io.BytesIO(pdf_jpeg())), 50, 632, 80, 60)
+    canvas.endForm()
+    canvas.saveState()
+    canvas.translate(*PDF_FORM_OFFSET)
+    canvas.doForm("logo")
+    canvas.restoreState()
+    canvas.showPage()
+    canvas.save()
+    return out.getvalue()
+
+
+# -- DOCX ------------------------------------------------------------------------------------
+
+DOCX_PICTURE_NAME = "word/media/image1.png"
+
+
+def docx_picture() -> bytes:
+    return png(48, 36, (240, 200, 0))
+
+
+def docx_with_headings_table_picture() -> bytes:
+    """Heading 1, paragraph, Heading 2, paragraph, a 3x2 table, a picture, Heading 1, paragraph."""
+    import datetime
+
+    import docx
+    from docx.shared import Inches
+
+    document = docx.Document()
+    document.core_properties.created = datetime.datetime(2024, 1, 1)
+    document.core_properties.modified = datetime.datetime(2024, 1, 1)
+    document.core_properties.last_modified_by = "docgen"
+    document.add_heading("Introduction", level=1)
+    document.add_paragraph("This document introduces the widget.")
+    document.add_heading("Details", level=2)
+    document.add_paragraph("The widget has three parts.")
+    table = document.add_table(rows=3, cols=2)
+    for r, row in enumerate([("Part", "Weight"), ("Gear", "10 g"), ("Spring", "2 g")]):
+        for c, text in enumerate(row):
+            table.cell(r, c).text = text
+    document.add_picture(io.BytesIO(docx_picture()), width=Inches(1))
+    document.add_heading("Conclusion", level=1)
+    document.add_paragraph("The widget works.")
+    return _deterministic_zip(_save(document))
+
+
+# -- PPTX ------------------------------------------------------------------------------------
+
+EMU_PER_POINT = 12700
+PPTX_PICTURE_NAME = "ppt/media/image1.jpg"
+PPTX_PICTURE_BOX_PT = (360.0, 180.0, 504.0, 288.0)  # x0, top, x1, bottom on slide 2
+PPTX_SLIDE_SIZE_PT = (720.0, 540.0)  # python-pptx's default 10in x 7.5in
+
+
+def pptx_picture() -> bytes:
+    return jpeg(64, 48, (120, 60, 160))
+
+
+def pptx_with_picture() -> bytes:
+    """Two slides with titles and text; slide 2 holds one picture at PPTX_PICTURE_BOX_PT."""
+    import datetime
+
+    import pptx
+    from pptx.util import Emu
+
+    deck = pptx.Presentation()
+    deck.core_properties.created = datetime.datetime(2024, 1, 1)
+    deck.core_properties.modified = datetime.datetime(2024, 1, 1)
+    deck.core_properties.revision = 1
+    layout = deck.slide_layouts[1]  # title and content
+    slide = deck.slides.add_slide(layout)
+    slide.shapes.title.text = "Overview"
+    slide.placeholders[1].text = "The first slide has no picture."
+    slide = deck.slides.add_slide(deck.slide_layouts[5])  # title only
+    slide.shapes.title.text = "Results"
+    box = slide.shapes.add_textbox(Emu(72 * EMU_PER_POINT), Emu(180 * EMU_PER_POINT), Emu(250 * EMU_PER_POINT), Emu(40 * EMU_PER_POINT))
+    box.text_frame.text = "The chart shows the results."
+    x0, top, x1, bottom = PPTX_PICTURE_BOX_PT
+    slide.shapes.add_picture(
+        io.BytesIO(pptx_picture()),
+        Emu(int(x0 * EMU_PER_POINT)),
+        Emu(int(top * EMU_PER_POINT)),
+        Emu(int((x1 - x0) * EMU_PER_POINT)),
+        Emu(int((bottom - top) * EMU_PER_POINT)),
+    )
+    box = slide.shapes.add_textbox(Emu(72 * EMU_PER_POINT), Emu(400 * EMU_PER_POINT), Emu(400 * EMU_PER_POINT), Emu(40 * EMU_PER_POINT))
+    box.text_frame.text = "Footnote below the picture."
+    return _deterministic_zip(_save(deck))
+
+
+# -- HTML, Markdown --------------------------------------------------------------------------
+
+
+def data_uri_picture() -> bytes:
+    return png(20, 10, (10, 10, 250))
+
+
+def data_uri(data: bytes, mime: str = "image/png") -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def html_with_data_uri_image() -> bytes:
+    """A heading, a paragraph, a data: URI PNG, another paragraph, and an external image."""
+    return (
+        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Pictures</title></head><body>\n"
+        "<h1>Pictures</h1>\n<p>Before the picture.</p>\n"
+        f'<img src="{data_uri(data_uri_picture())}" alt="blue box">\n'
+        "<p>After the picture.</p>\n"
+        '<img src="https://example.com/remote.png" alt="remote">\n'
+        "</body></html>\n"
+    ).encode("utf-8")
+
+
+def markdown_with_data_uri_image() -> bytes:
+    return (
+        "# Pictures\n\nBefore the picture.\n\n"
+        f"![blue box]({data_uri(data_uri_picture())})\n\n"
+        "After the picture.\n"
+    ).encode("utf-8")
+
+
+# -- EPUB ------------------------------------------------------------------------------------
+
+EPUB_IMAGE_NAMES = ("OEBPS/images/figure.png", "OEBPS/images/photo.jpg", "OEBPS/images/cover.gif")
+
+
+def epub_images_bytes() -> dict[str, bytes]:
+    return {
+        EPUB_IMAGE_NAMES[0]: png(30, 20, (0, 128, 128)),
+        EPUB_IMAGE_NAMES[1]: jpeg(50, 40, (128, 0, 128)),
+        EPUB_IMAGE_NAMES[2]: gif(8, 8),
+    }
+
+
+def epub_with_image() -> bytes:
+    """A hand-written EPUB 3: two chapters; chapter 1 shows the JPEG then the PNG, the cover GIF
+    is only in the manifest (listed before the others, so spine order must win)."""
+    images = epub_images_bytes()
+    container = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+        '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+        "</rootfiles></container>\n"
+    )
+    opf = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="uid">'
+        '<metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
+        '<dc:identifier id="uid">urn:uuid:00000000-0000-4000-8000-000000000000</dc:identifier>'
+        "<dc:title>Picture Book</dc:title><dc:language>en</dc:language>"
+        '<meta property="dcterms:modified">2024-01-01T00:00:00Z</meta></metadata>'
+        "<manifest>"
+        '<item id="cover" href="images/cover.gif" media-type="image/gif" properties="cover-image"/>'
+        '<item id="png" href="images/figure.png" media-type="image/png"/>'
+        '<item id="jpg" href="images/photo.jpg" media-type="image/jpeg"/>'
+        '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
+        '<item id="ch1" href="text/ch1.xhtml" media-type="application/xhtml+xml"/>'
+        '<item id="ch2" href="text/ch2.xhtml" media-type="application/xhtml+xml"/>'
+        "</manifest>"
+        '<spine><itemref idref="ch1"/><itemref idref="ch2"/></spine></package>\n'
+    )
+
+    def xhtml(title: str, body: str) -> str:
+        return (
+            '<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml">'
+            f"<head><title>{title}</title></head><body>{body}</body></html>\n"
+        )
+
+    files = {
+        "META-INF/container.xml": container,
+        "OEBPS/content.opf": opf,
+        "OEBPS/nav.xhtml": xhtml(
+            "Contents",
+            '<nav xmlns:epub="http://www.idpf.org/2007/ops" epub:type="toc"><ol>'
+            '<li><a href="text/ch1.xhtml">One</a></li><li><a href="text/ch2.xhtml">Two</a></li></ol></nav>',
+        ),
+        "OEBPS/text/ch1.xhtml": xhtml(
+            "One",
+            '<h1>Chapter One</h1><p>A photo.</p><img src="../images/photo.jpg" alt="photo"/>'
+            '<p>A figure.</p><img src="../images/figure.png" alt="figure"/>',
+        ),
+        "OEBPS/text/ch2.xhtml": xhtml("Two", '<h1>Chapter Two</h1><p>The photo again.</p><img src="../images/photo.jpg"/>'),
+    }
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        # The mimetype entry comes first and uncompressed, as EPUB requires.
+        archive.writestr(_zinfo("mimetype", zipfile.ZIP_STORED), "application/epub+zip")
+        for name, text in files.items():
+            archive.writestr(_zinfo(name), text.encode("utf-8"))
+        for name, data in images.items():
+            archive.writestr(_zinfo(name), data)
+    return out.getvalue()
+
+
+# -- E-mail ----------------------------------------------------------------------------------
+
+EML_BODY = "Hello team,\n\nThe chart is attached.\n\nRegards,\nAda\n"
+EML_IMAGE_NAME = "chart.png"
+EML_TEXT_NAME = "notes.txt"
+EML_TEXT = "Some notes in a text file.\n"
+
+
+def eml_picture() -> bytes:
+    return png(24, 16, (250, 120, 0))
+
+
+def eml_with_image_attachment() -> bytes:
+    """A text body, a PNG attachment and a small text/plain attachment."""
+    message = EmailMessage()
+    message["From"] = "Ada <ada@example.com>"
+    message["To"] = "team@example.com"
+    message["Subject"] = "Chart"
+    message["Date"] = "Mon, 01 Jan 2024 10:00:00 +0000"
+    message["Message-ID"] = "<chart-1@example.com>"
+    message.set_content(EML_BODY)
+    message.add_attachment(eml_picture(), maintype="image", subtype="png", filename=EML_IMAGE_NAME)
+    message.add_attachment(EML_TEXT, subtype="plain", filename=EML_TEXT_NAME)
+    return _fixed_boundaries(message).as_bytes()
+
+
+EML_INLINE_CID = "logo@example.com"
+
+
+def eml_with_inline_image() -> bytes:
+    """An HTML body (with a plain alternative) showing an inline image by Content-ID."""
+    message = EmailMessage()
+    message["From"] = "Ada <ada@example.com>"
+    message["To"] = "team@example.com"
+    message["Subject"] = "Logo"
+    message["Date"] = "Mon, 01 Jan 2024 10:00:00 +0000"
+    message.set_content("Our logo is below.\n")
+    message.add_alternative(f'<html><body><p>Our logo is below.</p><img src="cid:{EML_INLINE_CID}"></body></html>\n', subtype="html")
+    html_part = message.get_payload()[1]
+    html_part.add_related(eml_picture(), maintype="image", subtype="png", cid=f"<{EML_INLINE_CID}>")
+    return _fixed_boundaries(message).as_bytes()
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+_ZIP_DATE = (2024, 1, 1, 0, 0, 0)
+
+
+def _zinfo(name: str, compress_type: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
+    info.compress_type = compress_type
+    info.external_attr = 0o644 << 16
+    return info
+
+
+def _save(document) -> bytes:
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def _deterministic_zip(data: bytes) -> bytes:
+    """The same OOXML package with fixed member timestamps (python-docx/pptx stamp the clock)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            target.writestr(_zinfo(info.filename), source.read(info.filename))
+    return out.getvalue()
+
+
+def _fixed_boundaries(message: EmailMessage) -> EmailMessage:
+    """Replace the random MIME boundaries with numbered ones."""
+    for number, part in enumerate(message.walk()):
+        if part.is_multipart():
+            part.set_boundary(f"==boundary-{number}==")
+    return message
+
+
+PDF_JPX_BOX = (72.0, 142.0, 172.0, 192.0)  # x0, top, x1, bottom
+
+
+def jpeg2000(width: int = 16, height: int = 8, color: tuple[int, int, int] = (90, 90, 0)) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(out, format="JPEG2000", no_jp2=False)
+    return out.getvalue()
+
+
+def pdf_with_jpx_image() -> bytes:
+    """One page showing a JPEG 2000 (JPXDecode) image at PDF_JPX_BOX (reportlab cannot embed JPX)."""
+    import pikepdf
+
+    pdf = pikepdf.new()
+    pdf.add_blank_page(page_size=PDF_PAGE_SIZE)
+    image = pikepdf.Stream(pdf, jpeg2000())
+    image.Type, image.Subtype, image.Filter = pikepdf.Name.XObject, pikepdf.Name.Image, pikepdf.Name.JPXDecode
+    image.Width, image.Height = 16, 8
+    page = pdf.pages[0]
+    page.Resources = pikepdf.Dictionary(XObject=pikepdf.Dictionary(Im0=image))
+    x0, top, x1, bottom = PDF_JPX_BOX
+    y = PDF_PAGE_SIZE[1] - bottom
+    page.Contents = pdf.make_stream(f"q {x1 - x0:g} 0 0 {bottom - top:g} {x0:g} {y:g} cm /Im0 Do Q".encode())
+    out = io.BytesIO()
+    pdf.save(out, static_id=True)
+    return out.getvalue()
+
+
+def pptx_with_grouped_picture() -> bytes:
+    """One slide whose picture sits in a group that was then moved 100 pt right and 50 pt down:
+    the picture's own offsets stay in the group's child space, so it lands at PPTX_GROUPED_BOX_PT."""
+    import pptx
+    from pptx.util import Pt
+
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])  # blank
+    group = slide.shapes.add_group_shape()
+    group.shapes.add_picture(io.BytesIO(pptx_picture()), Pt(100), Pt(100), Pt(80), Pt(60))
+    group.left, group.top = group.left + Pt(100), group.top + Pt(50)
+    return _deterministic_zip(_save(deck))
+
+
+PPTX_GROUPED_BOX_PT = (200.0, 150.0, 280.0, 210.0)
