@@ -431,3 +431,164 @@ def pptx_with_grouped_picture() -> bytes:
 
 
 PPTX_GROUPED_BOX_PT = (200.0, 150.0, 280.0, 210.0)
+
+
+# -- text and office formats of the spec's table ----------------------------------------------
+
+MARKDOWN_DOC = """# Annual Report
+
+The company grew in every region.
+
+## Revenue
+
+Revenue rose by fifteen percent.
+
+| Quarter | Revenue |
+|---------|---------|
+| Q1      | 12      |
+| Q2      | 14      |
+
+## Outlook
+
+- Expand to new markets
+- Hire more engineers
+
+# Appendix
+
+Methodology notes are here.
+"""
+
+RST_DOC = """Annual Report
+=============
+
+The company grew in every region.
+
+Revenue
+-------
+
+Revenue rose by fifteen percent.
+"""
+
+
+def markdown() -> bytes:
+    return MARKDOWN_DOC.encode("utf-8")
+
+
+def rst() -> bytes:
+    return RST_DOC.encode("utf-8")
+
+
+def text_utf16() -> bytes:
+    return "Naïve café notes.\n\nSecond paragraph with résumé.\n".encode("utf-16")
+
+
+def csv_utf16() -> bytes:
+    return "name,city\nZoë,Malmö\nJosé,São Paulo\n".encode("utf-16")
+
+
+def tsv() -> bytes:
+    return b"name\tcity\nAda\tLondon\nGrace\tNew York\n"
+
+
+def html_cp1252() -> bytes:
+    html = (
+        '<html><head><meta charset="windows-1252"><title>Caf\u00e9</title></head><body>'
+        "<h1>Caf\u00e9 \u201cmenu\u201d</h1><p>Cr\u00e8me br\u00fbl\u00e9e is on the menu.</p>"
+        "<table><tr><th>Dish</th><th>Price</th></tr><tr><td>Cr\u00eape</td><td>4</td></tr></table>"
+        "</body></html>"
+    )
+    return html.encode("cp1252")
+
+
+def _pandoc(markdown_text: str, to: str) -> bytes:
+    import os
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, f"out.{to}")
+        subprocess.run(["pandoc", "-f", "markdown", "-t", to, "-s", "-o", out],
+                       input=markdown_text.encode(), check=True)
+        with open(out, "rb") as handle:
+            return handle.read()
+
+
+def rtf() -> bytes:
+    return _pandoc(MARKDOWN_DOC, "rtf")
+
+
+def odt() -> bytes:
+    return _pandoc(MARKDOWN_DOC, "odt")
+
+
+def xlsx(sheets: int = 2) -> bytes:
+    from openpyxl import Workbook
+
+    book = Workbook()
+    for index in range(sheets):
+        sheet = book.active if index == 0 else book.create_sheet()
+        sheet.title = f"Sheet{index + 1}"
+        sheet.append(["Region", "Sales"])
+        sheet.append([f"North {index}", 10 + index])
+        sheet.append([f"South {index}", 20 + index])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def xls() -> bytes:
+    import xlwt
+
+    book = xlwt.Workbook()
+    for index in range(2):
+        sheet = book.add_sheet(f"Sheet{index + 1}")
+        for row, values in enumerate([("Region", "Sales"), (f"East {index}", 5 + index)]):
+            for col, value in enumerate(values):
+                sheet.write(row, col, value)
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def pdf_text(pages: int = 2) -> bytes:
+    from reportlab.pdfgen import canvas
+
+    out = io.BytesIO()
+    c = canvas.Canvas(out, pagesize=PDF_PAGE_SIZE, invariant=1)
+    for number in range(1, pages + 1):
+        c.setFont("Helvetica-Bold", 18)
+        c.drawString(72, 720, f"Chapter {number}")
+        c.setFont("Helvetica", 11)
+        c.drawString(72, 690, f"This is the narrative text of page {number}, long enough to be a paragraph.")
+        c.showPage()
+    c.save()
+    return out.getvalue()
+
+
+def pdf_encrypted() -> bytes:
+    import pikepdf
+
+    source = pikepdf.open(io.BytesIO(pdf_text(1)))
+    out = io.BytesIO()
+    source.save(out, encryption=pikepdf.Encryption(owner="owner", user="secret", R=6))
+    return out.getvalue()
+
+
+def xlsx_encrypted() -> bytes:
+    from msoffcrypto.format.ooxml import OOXMLFile
+
+    out = io.BytesIO()
+    office = OOXMLFile(io.BytesIO(xlsx(1)))
+    office.encrypt("secret", out)
+    return out.getvalue()
+
+
+def pdf_truncated() -> bytes:
+    data = pdf_text(2)
+    return data[: len(data) // 3]
+
+
+def random_bytes(size: int = 4096) -> bytes:
+    import random
+
+    return random.Random(7).randbytes(size)

@@ -105,6 +105,15 @@ def partition_bytes(
     """unstructured's elements for one document, as plain data, in document order."""
     if not data:
         raise DecodeError("empty document (0 bytes)")
+    try:
+        return _partition_bytes(data, mime, config, filename)
+    except (DecodeError, ConfigError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - any parser failure is this document's error
+        raise DecodeError(_describe_failure(exc, mime)) from exc
+
+
+def _partition_bytes(data: bytes, mime: str, config: DecoderConfig, filename: str | None) -> Partitioned:
     notes: list[str] = []
     strategy = resolve_strategy(config, mime, data)
     if config.strategy == "auto" or strategy != config.strategy:
@@ -117,7 +126,7 @@ def partition_bytes(
     if mime == detect.PDF:
         elements = _merge_pdf_images(elements, data)
     elif mime == detect.EPUB:
-        elements = _with_trailing_images(elements, _epub_images(data))
+        elements = _fill_epub_images(elements, data)
     return Partitioned(elements, strategy, notes)
 
 
@@ -139,17 +148,14 @@ def _partition(data: bytes, mime: str, config: DecoderConfig, strategy: str, fil
         text, _encoding = detect.decode_text(data)
         data = text.encode("utf-8")
         kwargs["encoding"] = "utf-8"
+    if mime in (detect.HTML, detect.MARKDOWN, detect.EML):
+        kwargs.update(images.HTML_IMAGE_KWARGS)  # keep the bytes of data: URI images
     if strategy == "hi_res":
         kwargs["skip_infer_table_types"] = []
         kwargs["infer_table_structure"] = True
         kwargs["extract_image_block_types"] = ["Image"]
         kwargs["extract_image_block_to_payload"] = True
-    try:
-        raw = partition(file=io.BytesIO(data), **kwargs)
-    except (DecodeError, ConfigError):
-        raise
-    except Exception as exc:  # noqa: BLE001 - any parser failure is this document's error
-        raise DecodeError(_describe_failure(exc, mime)) from exc
+    raw = partition(file=io.BytesIO(data), **kwargs)
     return [to_element(el) for el in raw]
 
 
@@ -240,10 +246,18 @@ def _merge_pdf_images(elements: list[Element], data: bytes) -> list[Element]:
     return merged
 
 
-def _epub_images(data: bytes) -> list[ImageData]:
+def _fill_epub_images(elements: list[Element], data: bytes) -> list[Element]:
+    """pandoc's Image elements name their file only: give them its bytes; append images never shown."""
     from . import images
 
-    return images.epub_images(data)
+    found = images.epub_images(data)
+    for element in elements:
+        if element.is_image and element.image is None:
+            url = element.extra.get("image_url") or ""
+            match = images.epub_image_for_url(found, url) if url else None
+            if match is not None:
+                element.image = ImageData(**{**match.__dict__, "element_id": element.element_id})
+    return _with_trailing_images(elements, found, "epub")
 
 
 def _with_trailing_images(elements: list[Element], found: list[ImageData], hint: str = "img") -> list[Element]:
