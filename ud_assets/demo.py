@@ -38,9 +38,10 @@ def materialize(document_ids: list[str], instance) -> bool:
     instance.add_dynamic_partitions(documents_partitions.name, document_ids)
     keys = documents_partitions.get_partition_keys(dynamic_partitions_store=instance)
     wanted = [k for k in keys if k in set(document_ids)]
-    job = defs.get_job_def("decode_documents")
+    job = defs.resolve_job_def("decode_documents")
     result = job.execute_in_process(
         instance=instance,
+        run_config={"loggers": {"console": {"config": {"log_level": "INFO"}}}},
         tags={"dagster/asset_partition_range_start": wanted[0], "dagster/asset_partition_range_end": wanted[-1]},
         raise_on_error=False,
     )
