@@ -3,12 +3,10 @@
 import dagster as dg
 
 from ud_assets.assets import DECODE_RUN_TAG, universal_decoder
-from ud_assets.partitions import documents_partitions
 
 decode_documents = dg.define_asset_job(
     "decode_documents",
     selection=dg.AssetSelection.assets(universal_decoder),
-    partitions_def=documents_partitions,
     # One step does all five assets; running it in the run worker saves a process per run.
     executor_def=dg.in_process_executor,
     tags={DECODE_RUN_TAG: "true"},
