@@ -171,6 +171,15 @@ def _ssl_context(config: CassandraConfig) -> ssl.SSLContext:
     return ctx
 
 
+def _value_size(v: object) -> int:
+    """An upper bound of a value's size on the wire (UTF-8 takes at most 4 bytes a character)."""
+    if isinstance(v, str):
+        return len(v) if v.isascii() else 4 * len(v)
+    if isinstance(v, (bytes, bytearray)):
+        return len(v)
+    return 16
+
+
 def unavailable(config: CassandraConfig, e: BaseException, what: str = "") -> StorageUnavailable:
     detail = str(e) or type(e).__name__
     return StorageUnavailable(f"Cassandra at {config.endpoint} unreachable{' while ' + what if what else ''}: {detail}")
@@ -183,7 +192,7 @@ class CassandraConnection:
         from cassandra import ConsistencyLevel
         from cassandra.auth import PlainTextAuthProvider
         from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
-        from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+        from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, TokenAwarePolicy
 
         self.config = config
         self._lock = threading.RLock()
@@ -208,6 +217,8 @@ class CassandraConnection:
                 connect_timeout=config.connect_timeout,
                 control_connection_timeout=config.connect_timeout,
                 max_schema_agreement_wait=30,
+                # A restarted node is retried within seconds, not the driver's default 10 minutes.
+                reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=10.0),
             )
             self.session = self.cluster.connect()
         except Exception as e:
@@ -291,6 +302,55 @@ class CassandraConnection:
         with self.errors(what):
             results = execute_concurrent(self.session, items, concurrency=concurrency, raise_on_first_error=True)
         return [r.result_or_exc for r in results]
+
+    def write_partitioned(
+        self,
+        rows: Iterable[tuple[str, Sequence, object]],
+        what: str = "writing rows",
+        concurrency: int = 64,
+        max_rows: int = 100,
+        max_bytes: int = 16 * 1024,
+    ) -> int:
+        """Write (cql, params, partition) rows as UNLOGGED batches, one partition per batch.
+
+        Rows of one partition become one mutation on its replicas; batches stay under max_rows and
+        about max_bytes of values (Cassandra refuses batches over 50 KiB by default). Batches of
+        different partitions go concurrently. Returns the number of requests sent.
+        """
+        from cassandra.query import BatchStatement, BatchType
+
+        groups: dict[tuple[str, object], list[Sequence]] = {}
+        for cql, params, partition in rows:
+            groups.setdefault((cql, partition), []).append(params)
+        chunks: list[tuple[object, list[tuple]]] = []
+        for (cql, _), params_list in groups.items():
+            stmt = self.prepare(cql)
+            chunk: list[tuple] = []
+            size = 0
+            for params in params_list:
+                row_bytes = sum(_value_size(v) for v in params)
+                if chunk and (len(chunk) >= max_rows or size + row_bytes > max_bytes):
+                    chunks.append((stmt, chunk))
+                    chunk, size = [], 0
+                chunk.append(tuple(params))
+                size += row_bytes
+            if chunk:
+                chunks.append((stmt, chunk))
+        requests: list[tuple[object, tuple | None]] = []
+        for stmt, chunk in chunks:
+            if len(chunk) == 1:  # a batch of one row is sent as that row's statement
+                requests.append((stmt, chunk[0]))
+            else:
+                batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+                for params in chunk:
+                    batch.add(stmt, params)
+                requests.append((batch, None))
+        if requests:
+            from cassandra.concurrent import execute_concurrent
+
+            with self.errors(what):
+                execute_concurrent(self.session, requests, concurrency=concurrency, raise_on_first_error=True)
+        return len(requests)
 
     def ddl(self, cql: str, what: str) -> None:
         """A schema statement (not prepared: DDL carries no values)."""

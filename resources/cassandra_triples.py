@@ -90,11 +90,12 @@ def _quad(s: str, p: str, o: str, d: str, otype: str, dtype: str, lang: str) -> 
 class CassandraTripleStore:
     """TripleStore (resources.model) over one workspace's keyspace."""
 
-    def __init__(self, connection: CassandraConnection, workspace: str, concurrency: int = 64):
+    def __init__(self, connection: CassandraConnection, workspace: str, concurrency: int = 64, batch_rows: int = 100):
         self.c = connection
         self.workspace = workspace
         self.keyspace = ks = keyspace_for(workspace)
         self.concurrency = concurrency
+        self.batch_rows = batch_rows  # rows of one partition per UNLOGGED batch; 1 = one request a row
         self.c.ensure_schema(ks, schema(connection, ks), ["quads_by_entity", "quads_by_collection", "collection_metadata"])
         self._collections: set[str] = set()
         cols = "collection, entity, role, p, otype, s, o, d, dtype, lang"
@@ -136,20 +137,27 @@ class CassandraTripleStore:
             self.c.execute(self._coll_put, (collection,), f"creating collection {collection!r}")
         self._collections.add(collection)
 
+    def _write(self, rows: list[tuple[str, tuple, object]], what: str) -> None:
+        self.c.write_partitioned(rows, what, self.concurrency, max_rows=self.batch_rows)
+
+    def _rows_of(self, collection: str, s: str, p: str, o: str, d: str, otype: str, dtype: str, lang: str, coll_cql: str, ent_cql: str):
+        """(cql, params, partition) of every row of one quad: quads_by_collection, then each entity role."""
+        yield coll_cql, (collection, d, s, p, o, otype, dtype, lang), collection
+        for entity, role in self._entity_rows(collection, s, p, o, d, otype, dtype, lang):
+            yield ent_cql, (collection, entity, role, p, otype, s, o, d, dtype, lang), (collection, entity)
+
     def insert(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> int:
         self._ensure_collection(collection)
+        what = f"writing triples to keyspace {self.keyspace}"
         n = 0
-        work: list[tuple[str, tuple]] = []
+        rows: list[tuple[str, tuple, object]] = []
         for q in quads:
-            s, p, o, d, otype, dtype, lang = _parts(q)
-            work.append((self._ins_coll, (collection, d, s, p, o, otype, dtype, lang)))
-            for entity, role in self._entity_rows(collection, s, p, o, d, otype, dtype, lang):
-                work.append((self._ins_entity, (collection, entity, role, p, otype, s, o, d, dtype, lang)))
+            rows.extend(self._rows_of(collection, *_parts(q), self._ins_coll, self._ins_entity))
             n += 1
-            if len(work) >= 20000:
-                self.c.execute_many(work, f"writing triples to keyspace {self.keyspace}", self.concurrency)
-                work = []
-        self.c.execute_many(work, f"writing triples to keyspace {self.keyspace}", self.concurrency)
+            if len(rows) >= 50_000:  # bounded memory for very large inputs
+                self._write(rows, what)
+                rows = []
+        self._write(rows, what)
         return n
 
     def _scan(self, cql: str, params: tuple, keep) -> Iterator[Quad]:
@@ -207,7 +215,7 @@ class CassandraTripleStore:
         subjects = list(dict.fromkeys(subjects))
         what = f"deleting triples from keyspace {self.keyspace}"
         results = self.c.execute_many(((self._sel_role, (collection, s, S)) for s in subjects), what, self.concurrency)
-        work: list[tuple[str, tuple]] = []
+        work: list[tuple[str, tuple, object]] = []
         n = 0
         with self.c.errors(what):
             for rows in results:
@@ -215,11 +223,8 @@ class CassandraTripleStore:
                     if r.d != g:
                         continue
                     n += 1
-                    s, p, o, d, otype, dtype, lang = r.s, r.p, r.o, r.d, r.otype, r.dtype, r.lang
-                    work.append((self._del_coll, (collection, d, s, p, o, otype, dtype, lang)))
-                    for entity, role in self._entity_rows(collection, s, p, o, d, otype, dtype, lang):
-                        work.append((self._del_entity, (collection, entity, role, p, otype, s, o, d, dtype, lang)))
-        self.c.execute_many(work, what, self.concurrency)
+                    work.extend(self._rows_of(collection, r.s, r.p, r.o, r.d, r.otype, r.dtype, r.lang, self._del_coll, self._del_entity))
+        self._write(work, what)
         return n
 
     def count(self, collection: str = DEFAULT_COLLECTION, g: str | None = None) -> int:
