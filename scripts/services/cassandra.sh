@@ -279,8 +279,19 @@ cassandra_start() {
   rm -f "$CASSANDRA_RUN/cassandra.jsa.partial" "$CASSANDRA_RUN/cassandra.jsa.target"
   cassandra_jvm_opts
   : >"$CASSANDRA_RUN/logs/stdout.log"
+  # Cassandra calls mlockall() at boot. It only succeeds as root (an ordinary user's memlock
+  # limit is a few MB), and then it pins every page mapped at that moment, including the whole
+  # JDK module image: ~1 GB resident from the first second. A test node has no use for that, so
+  # as root the JVM runs without CAP_IPC_LOCK, the way it runs for everyone else (Cassandra
+  # logs a warning and carries on).
+  local nolock=()
+  if [[ "$(id -u)" == 0 ]] && command -v setpriv >/dev/null 2>&1; then
+    nolock=(setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock)
+  fi
   # setsid: own session, so the node outlives `make` and is not hit by its Ctrl-C.
-  setsid "$CASSANDRA_JAVA" "${CASSANDRA_JVM_OPTS[@]}" -cp "$(cassandra_classpath)" \
+  # MALLOC_ARENA_MAX=4: cassandra-env.sh sets it too; glibc's default of one malloc arena per
+  # core per thread pool otherwise adds hundreds of MB of native memory.
+  MALLOC_ARENA_MAX=4 setsid "${nolock[@]}" "$CASSANDRA_JAVA" "${CASSANDRA_JVM_OPTS[@]}" -cp "$(cassandra_classpath)" \
     org.apache.cassandra.service.CassandraDaemon \
     </dev/null >>"$CASSANDRA_RUN/logs/stdout.log" 2>&1 &
   echo $! >"$CASSANDRA_RUN/cassandra.pid"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # Stops the MinIO and Cassandra servers that up.sh started from this clone. No error if they
 # are not running. Data stays in .services/ for a faster next start; `down.sh --purge` (or
 # UD_SERVICES_PURGE=1) also deletes it, e.g. after changing ports.

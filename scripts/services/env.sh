@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # Prints the environment the tests need to reach the servers of up.sh, one `export` per line:
 #   eval "$(scripts/services/env.sh)"
 # boto3/botocore read AWS_ENDPOINT_URL_S3 and the AWS_* credentials directly; an IP endpoint

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # Starts real MinIO (S3) and Apache Cassandra 5.0 servers on 127.0.0.1 for the tests.
 #
 # Idempotent: servers that already answer are left alone, so a second call returns at once.
