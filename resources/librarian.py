@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from typing import BinaryIO, Protocol
 
 from resources.model import (
+    document_iri,
     DEFAULT_COLLECTION,
     DEFAULT_WORKSPACE,
     DOCUMENT_TYPES,
@@ -312,7 +313,7 @@ class LibrarianService:
                     order.append(child)
             i += 1
         ids = [d.id for d in order]
-        subjects = set(ids)
+        subjects = set(ids) | {document_iri(i) for i in ids}
         for doc_id in ids:
             for q in self.triples.query(s=doc_id, p=PROV_WAS_GENERATED_BY, collection=self.collection):
                 if q.o.is_iri:

@@ -9,11 +9,13 @@ Two backends implement these interfaces with the same semantics:
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import BinaryIO, Protocol
+from urllib.parse import quote
 
 DEFAULT_WORKSPACE = "default"
 DEFAULT_COLLECTION = "default"
@@ -26,6 +28,20 @@ SECTION = "section"
 IMAGE = "image"
 CHUNK = "chunk"
 DOCUMENT_TYPES = (SOURCE, PAGE, SECTION, IMAGE, CHUNK)
+
+
+_IRI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
+
+
+def document_iri(document_id: str) -> str:
+    """The IRI of a librarian document in provenance triples.
+
+    TrustGraph's document ids are IRIs already (https://trustgraph.ai/doc/..., urn:page:...);
+    other ids are placed under TrustGraph's doc namespace, percent-encoded.
+    """
+    if _IRI_SCHEME.match(document_id):
+        return document_id
+    return "https://trustgraph.ai/doc/" + quote(document_id, safe="")
 
 
 class LibrarianError(Exception):

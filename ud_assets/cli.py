@@ -68,6 +68,50 @@ def cmd_decode(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def _with_librarian(action):
+    """Run action(librarian) against the configured librarian; one-line errors, no traceback."""
+    from resources.model import LibrarianError
+    from resources.settings import open_librarian
+    from ud_assets.lineage import LineageNotFound
+
+    try:
+        with open_librarian() as librarian:
+            return action(librarian)
+    except (LibrarianError, LineageNotFound) as exc:
+        print(f"ud: {exc}", file=sys.stderr)
+        return 1
+
+
+def cmd_lineage(args: argparse.Namespace) -> int:
+    from ud_assets.lineage import format_tree, lineage
+
+    def show(librarian) -> int:
+        result = lineage(librarian.triples, args.id, librarian.collection, depth=args.depth)
+        print(json.dumps(result, indent=1, ensure_ascii=False) if args.json else format_tree(result))
+        return 0
+
+    return _with_librarian(show)
+
+
+def cmd_export_provenance(args: argparse.Namespace) -> int:
+    from ud_assets.decoding.provenance import Triple
+    from ud_assets.decoding.serialize import serialize
+    from ud_assets.lineage import document_quads
+
+    def export(librarian) -> int:
+        quads = document_quads(librarian.triples, args.id, librarian.collection)
+        triples = [Triple(q.s, q.p, q.o.value, "iri" if q.o.is_iri else "literal", q.o.datatype, q.g) for q in quads]
+        text = serialize(triples, args.format)
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as handle:
+                handle.write(text)
+        else:
+            sys.stdout.write(text)
+        return 0
+
+    return _with_librarian(export)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ud", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -77,6 +121,18 @@ def build_parser() -> argparse.ArgumentParser:
     add_decoder_options(decode)
     decode.add_argument("--format", choices=("json", "nquads"), default="json")
     decode.set_defaults(handler=cmd_decode)
+
+    trace = commands.add_parser("lineage", help="the chain of a document, page, section, image or chunk")
+    trace.add_argument("id", help="a librarian id or an entity IRI (urn:page:..., urn:chunk:...)")
+    trace.add_argument("--json", action="store_true")
+    trace.add_argument("--depth", type=int, default=3, help="levels of children to show")
+    trace.set_defaults(handler=cmd_lineage)
+
+    export = commands.add_parser("export-provenance", help="a document's provenance as RDF (rdflib)")
+    export.add_argument("id", help="the source document's librarian id")
+    export.add_argument("--format", choices=("nquads", "trig", "turtle"), default="nquads")
+    export.add_argument("--output", "-o", help="file to write (default: standard output)")
+    export.set_defaults(handler=cmd_export_provenance)
 
     try:
         from ud_assets.cli_librarian import add_librarian_parser

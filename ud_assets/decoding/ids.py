@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import uuid
 from urllib.parse import quote
+
+from resources.model import document_iri as librarian_document_iri
 
 from .model import DECODER_LOGIC_VERSION, DecoderConfig
 
 # uuid5 namespace of this project (itself a uuid5 of its name in the URL namespace).
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://trustgraph.ai/ns/universal-decoder")
 TRUSTGRAPH_BASE = "https://trustgraph.ai"
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -59,6 +59,4 @@ def agent_iri(component: str) -> str:
 
 def document_iri(document_id: str) -> str:
     """TrustGraph's document ids are IRIs already; other ids are placed under its doc namespace."""
-    if _SCHEME.match(document_id):
-        return document_id
-    return f"{TRUSTGRAPH_BASE}/doc/{quote(document_id, safe='')}"
+    return librarian_document_iri(document_id)

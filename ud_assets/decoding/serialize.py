@@ -10,7 +10,11 @@ from .provenance import Triple
 def to_dataset(triples: Iterable[Triple]):
     from rdflib import Dataset, Literal, URIRef
 
+    from .provenance import DC, PROV, TG
+
     dataset = Dataset()
+    for prefix, namespace in (("tg", TG), ("prov", PROV), ("dc", DC)):
+        dataset.bind(prefix, namespace)
     for t in triples:
         obj = URIRef(t.o) if t.o_type == "iri" else Literal(t.o, datatype=URIRef(t.datatype) if t.datatype else None)
         graph = dataset.graph(URIRef(t.g)) if t.g else dataset.default_graph
@@ -25,6 +29,8 @@ def serialize(triples: Iterable[Triple], fmt: str = "nquads") -> str:
         from rdflib import Graph
 
         flat = Graph()
+        for prefix, namespace in dataset.namespaces():
+            flat.bind(prefix, namespace)
         for s, p, o, _g in dataset.quads((None, None, None, None)):
             flat.add((s, p, o))
         return flat.serialize(format="turtle")
