@@ -44,6 +44,11 @@ def check_identifier(name: str) -> str:
     return name
 
 
+def quote(name: str) -> str:
+    """A validated identifier, double-quoted (so CQL keywords such as "default" work as names)."""
+    return f'"{check_identifier(name)}"'
+
+
 def parse_replication(text: str | None) -> dict[str, object]:
     """UD_CASSANDRA_REPLICATION -> a validated replication map."""
     text = (text or "SimpleStrategy:1").strip()
@@ -380,8 +385,7 @@ class CassandraConnection:
             self._ready.add(name)
 
     def create_keyspace_cql(self, keyspace: str) -> str:
-        check_identifier(keyspace)
-        return f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {replication_cql(self.config.replication_map)}"
+        return f"CREATE KEYSPACE IF NOT EXISTS {quote(keyspace)} WITH replication = {replication_cql(self.config.replication_map)}"
 
 
 _connections: dict[tuple[int, CassandraConfig], CassandraConnection] = {}

@@ -19,7 +19,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Iterator
 
-from resources.cassandra import CassandraConnection, check_identifier
+from resources.cassandra import CassandraConnection, check_identifier, quote
 from resources.model import DEFAULT_COLLECTION, GRAPH_SOURCE, Quad, Term
 
 DEFAULT_GRAPH = ""
@@ -39,9 +39,10 @@ def keyspace_for(workspace: str) -> str:
 
 
 def schema(connection: CassandraConnection, ks: str) -> list[str]:
+    qks = quote(ks)
     return [
         connection.create_keyspace_cql(ks),
-        f"""CREATE TABLE IF NOT EXISTS {ks}.quads_by_entity (
+        f"""CREATE TABLE IF NOT EXISTS {qks}.quads_by_entity (
             collection text,
             entity     text,
             role       text,
@@ -54,7 +55,7 @@ def schema(connection: CassandraConnection, ks: str) -> list[str]:
             lang       text,
             PRIMARY KEY ((collection, entity), role, p, otype, s, o, d, dtype, lang)
         )""",
-        f"""CREATE TABLE IF NOT EXISTS {ks}.quads_by_collection (
+        f"""CREATE TABLE IF NOT EXISTS {qks}.quads_by_collection (
             collection text,
             d          text,
             s          text,
@@ -65,7 +66,7 @@ def schema(connection: CassandraConnection, ks: str) -> list[str]:
             lang       text,
             PRIMARY KEY (collection, d, s, p, o, otype, dtype, lang)
         )""",
-        f"""CREATE TABLE IF NOT EXISTS {ks}.collection_metadata (
+        f"""CREATE TABLE IF NOT EXISTS {qks}.collection_metadata (
             collection text,
             created_at timestamp,
             PRIMARY KEY (collection)
@@ -94,32 +95,33 @@ class CassandraTripleStore:
         self.c = connection
         self.workspace = workspace
         self.keyspace = ks = keyspace_for(workspace)
+        qks = quote(ks)  # quoted: a workspace may be named like a CQL keyword ("default")
         self.concurrency = concurrency
         self.batch_rows = batch_rows  # rows of one partition per UNLOGGED batch; 1 = one request a row
         self.c.ensure_schema(ks, schema(connection, ks), ["quads_by_entity", "quads_by_collection", "collection_metadata"])
         self._collections: set[str] = set()
         cols = "collection, entity, role, p, otype, s, o, d, dtype, lang"
-        self._ins_entity = f"INSERT INTO {ks}.quads_by_entity ({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        self._ins_entity = f"INSERT INTO {qks}.quads_by_entity ({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         self._ins_coll = (
-            f"INSERT INTO {ks}.quads_by_collection (collection, d, s, p, o, otype, dtype, lang) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            f"INSERT INTO {qks}.quads_by_collection (collection, d, s, p, o, otype, dtype, lang) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         )
-        sel = f"SELECT p, otype, s, o, d, dtype, lang FROM {ks}.quads_by_entity WHERE collection = ? AND entity = ? AND role = ?"
+        sel = f"SELECT p, otype, s, o, d, dtype, lang FROM {qks}.quads_by_entity WHERE collection = ? AND entity = ? AND role = ?"
         self._sel_role = sel
         self._sel_role_p = sel + " AND p = ?"
-        self._sel_coll = f"SELECT d, s, p, o, otype, dtype, lang FROM {ks}.quads_by_collection WHERE collection = ?"
+        self._sel_coll = f"SELECT d, s, p, o, otype, dtype, lang FROM {qks}.quads_by_collection WHERE collection = ?"
         self._sel_coll_d = self._sel_coll + " AND d = ?"
         self._del_entity = (
-            f"DELETE FROM {ks}.quads_by_entity WHERE collection = ? AND entity = ? AND role = ? AND p = ? "
+            f"DELETE FROM {qks}.quads_by_entity WHERE collection = ? AND entity = ? AND role = ? AND p = ? "
             "AND otype = ? AND s = ? AND o = ? AND d = ? AND dtype = ? AND lang = ?"
         )
         self._del_coll = (
-            f"DELETE FROM {ks}.quads_by_collection WHERE collection = ? AND d = ? AND s = ? AND p = ? "
+            f"DELETE FROM {qks}.quads_by_collection WHERE collection = ? AND d = ? AND s = ? AND p = ? "
             "AND o = ? AND otype = ? AND dtype = ? AND lang = ?"
         )
-        self._count = f"SELECT COUNT(*) FROM {ks}.quads_by_collection WHERE collection = ?"
+        self._count = f"SELECT COUNT(*) FROM {qks}.quads_by_collection WHERE collection = ?"
         self._count_d = self._count + " AND d = ?"
-        self._coll_get = f"SELECT collection FROM {ks}.collection_metadata WHERE collection = ?"
-        self._coll_put = f"INSERT INTO {ks}.collection_metadata (collection, created_at) VALUES (?, toTimestamp(now()))"
+        self._coll_get = f"SELECT collection FROM {qks}.collection_metadata WHERE collection = ?"
+        self._coll_put = f"INSERT INTO {qks}.collection_metadata (collection, created_at) VALUES (?, toTimestamp(now()))"
 
     def _entity_rows(self, collection: str, s: str, p: str, o: str, d: str, otype: str, dtype: str, lang: str):
         """(entity, role) partitions a quad is written to, as upstream's insert does."""

@@ -69,7 +69,7 @@ class CassandraRun:
             for kind in ("generation", "failure"):
                 steps.append((f"{kind}s of {ws}", lambda ws=ws, kind=kind: c.execute(
                     f"DELETE FROM librarian.record_{kind} WHERE workspace = ?", (ws,))))
-            steps.append((f"keyspace of {ws}", lambda ws=ws: c.ddl(f"DROP KEYSPACE IF EXISTS {keyspace_for(ws)}", "dropping a test keyspace")))
+            steps.append((f"keyspace of {ws}", lambda ws=ws: c.ddl(f"DROP KEYSPACE IF EXISTS \"{keyspace_for(ws)}\"", "dropping a test keyspace")))
         steps.append((f"bucket {self.bucket}", self._drop_bucket))
         failed = []
         for name, step in steps:

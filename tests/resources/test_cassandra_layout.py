@@ -82,13 +82,13 @@ def test_triple_tables_are_trustgraphs(real):
     assert [k.name for k in coll.partition_key] == ["collection"]
     assert [k.name for k in coll.clustering_key] == ["d", "s", "p", "o", "otype", "dtype", "lang"]
     rows = {(r.entity, r.role) for r in c.execute(
-        f"SELECT entity, role FROM {ks}.quads_by_entity WHERE collection = ? AND entity IN ?",
+        f"SELECT entity, role FROM \"{ks}\".quads_by_entity WHERE collection = ? AND entity IN ?",
         ("default", ["urn:page:1", "doc-x", GRAPH_SOURCE, PROV + "wasDerivedFrom"]))}
     # one row per role, as upstream writes them: S, P, O for IRI objects, G outside the default graph
     assert rows == {("urn:page:1", "S"), (PROV + "wasDerivedFrom", "P"), ("doc-x", "O"), (GRAPH_SOURCE, "G")}
-    label = c.execute(f"SELECT otype, dtype, lang, d FROM {ks}.quads_by_collection WHERE collection = ? AND d = ?", ("default", "")).one()
+    label = c.execute(f"SELECT otype, dtype, lang, d FROM \"{ks}\".quads_by_collection WHERE collection = ? AND d = ?", ("default", "")).one()
     assert (label.otype, label.dtype, label.lang, label.d) == ("l", "", "en", "")
-    assert c.execute(f"SELECT collection FROM {ks}.collection_metadata WHERE collection = ?", ("default",)).one()
+    assert c.execute(f"SELECT collection FROM \"{ks}\".collection_metadata WHERE collection = ?", ("default",)).one()
 
 
 def test_removal_leaves_no_rows_in_any_entity_partition(real):
@@ -105,9 +105,9 @@ def test_removal_leaves_no_rows_in_any_entity_partition(real):
     ])
     assert real.remove_document("src") == 2
     for entity in ("src", "urn:page:p1", act, PROV + "wasDerivedFrom", PROV + "used", GRAPH_SOURCE):
-        left = list(c.execute(f"SELECT * FROM {ks}.quads_by_entity WHERE collection = ? AND entity = ?", ("default", entity)))
+        left = list(c.execute(f"SELECT * FROM \"{ks}\".quads_by_entity WHERE collection = ? AND entity = ?", ("default", entity)))
         assert left == [], entity
-    assert list(c.execute(f"SELECT * FROM {ks}.quads_by_collection WHERE collection = ?", ("default",))) == []
+    assert list(c.execute(f"SELECT * FROM \"{ks}\".quads_by_collection WHERE collection = ?", ("default",))) == []
     assert c.execute("SELECT id FROM librarian.document WHERE workspace = ? AND id = ?", (real.workspace, "urn:page:p1")).one() is None
 
 
@@ -131,3 +131,24 @@ def test_triples_write_rate_10k(real, record_property):
     print(f"\n10,000 quads written to Cassandra in {elapsed:.2f} s: {rate:,.0f} quads/s (3 rows each)")
     assert real.triples.count() == 10_000
     assert rate > 500  # a floor only: a regression to one synchronous row at a time would fall under it
+
+
+def test_workspace_named_like_a_cql_keyword(cassandra_run):
+    """DEFAULT_WORKSPACE is "default", a reserved word of CQL: the keyspace name must be quoted."""
+    import uuid
+
+    from resources.cassandra_triples import CassandraTripleStore
+
+    if cassandra_run.error:
+        pytest.fail(cassandra_run.error, pytrace=False)
+    store = CassandraTripleStore(cassandra_run.connection, "default")
+    assert store.keyspace == "default"
+    collection = f"test_{uuid.uuid4().hex}"  # the shared keyspace stays; this session's collection goes
+    quad = Quad("urn:x", "urn:p", Term("v"), GRAPH_SOURCE)
+    try:
+        store.insert([quad], collection=collection)
+        assert store.query(s="urn:x", collection=collection) == [quad]
+    finally:
+        assert store.delete_subjects(["urn:x"], GRAPH_SOURCE, collection=collection) == 1
+        cassandra_run.connection.execute('DELETE FROM "default".collection_metadata WHERE collection = ?', (collection,))
+    assert store.count(collection=collection) == 0
