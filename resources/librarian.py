@@ -362,6 +362,10 @@ class LibrarianService:
         check_id(document_id)
         self.documents.delete_records("failure", self.workspace, [document_id])
 
+    def get_failure(self, document_id: str) -> Failure | None:
+        check_id(document_id)
+        return self.documents.get_record("failure", self.workspace, document_id)
+
     def list_failures(self) -> list[Failure]:
         return sorted(self.documents.list_records("failure", self.workspace), key=lambda f: f.document_id)
 

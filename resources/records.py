@@ -34,3 +34,4 @@ class Failure:
     error: str  # short, names the cause
     transient: bool  # a server was unavailable: worth retrying; otherwise not until the input changes
     attempts: int = 1
+    fingerprint: str = ""  # the generation that failed (bytes, versions, options): retried when it changes

@@ -168,3 +168,32 @@ def test_invalid_options_are_rejected_before_any_work(tmp_path, instance):
             or "greater than 0" in str(raised.value)
     assert instance.get_materialized_partitions(dg.AssetKey("elements")) == set()
     assert resource.get().list_children("notes.md") == []
+
+
+def test_a_deterministic_failure_is_not_retried_until_its_input_changes(librarian_resource, instance):
+    lib = librarian_resource.get()
+    keys = upload(lib, {"broken.pdf": (docgen.pdf_truncated(), "application/pdf")})
+    run(librarian_resource, instance, keys)
+    first = lib.get_failure("broken.pdf")
+    assert first is not None and not first.transient and first.fingerprint
+    result = run(librarian_resource, instance, keys)
+    assert not result.success
+    [failure] = result.get_step_failure_events()
+    assert "known failure" in failure.step_failure_data.error.message
+    assert lib.get_failure("broken.pdf") == first  # not decoded again, not recorded again
+    run(librarian_resource, instance, keys, force=True)
+    assert lib.get_failure("broken.pdf").attempts == 2
+
+
+def test_ud_failures_lists_the_ledger(tmp_path, instance, monkeypatch, capsys):
+    from resources.dagster_resources import LibrarianResource
+    from ud_assets.cli import main
+
+    monkeypatch.delenv("CASSANDRA_HOST", raising=False)
+    monkeypatch.setenv("UD_HOME", str(tmp_path / "ud"))
+    resource = LibrarianResource(backend="embedded", home=str(tmp_path / "ud"))
+    keys = upload(resource.get(), {"broken.pdf": (docgen.pdf_truncated(), "application/pdf")})
+    run(resource, instance, keys)
+    assert main(["failures"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("broken.pdf\t") and "deterministic" in line and "could not be parsed" in line

@@ -109,7 +109,8 @@ def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions,
             failures.append(failure)
             context.log.error(f"document {failure}")
             try:
-                record_failure(lib, key, failure)
+                if not failure.known:
+                    record_failure(lib, key, failure)
             except Exception as exc:  # noqa: BLE001 - the ledger must not hide the real error
                 context.log.warning(f"could not record the failure of {key}: {exc}")
             continue

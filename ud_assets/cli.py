@@ -112,6 +112,23 @@ def cmd_export_provenance(args: argparse.Namespace) -> int:
     return _with_librarian(export)
 
 
+def cmd_failures(args: argparse.Namespace) -> int:
+    def show(librarian) -> int:
+        failures = librarian.list_failures()
+        if args.json:
+            print(json.dumps([{**f.__dict__, "time": f.time.isoformat()} for f in failures], indent=1))
+            return 0
+        for f in failures:
+            kind = "transient" if f.transient else "deterministic"
+            print(f"{f.document_id}\t{f.time:%Y-%m-%d %H:%M:%S}\tunstructured {f.unstructured_version}\t{kind}"
+                  f"\tx{f.attempts}\t{f.error}")
+        if not failures:
+            print("no failures", file=sys.stderr)
+        return 0
+
+    return _with_librarian(show)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ud", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -133,6 +150,10 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--format", choices=("nquads", "trig", "turtle"), default="nquads")
     export.add_argument("--output", "-o", help="file to write (default: standard output)")
     export.set_defaults(handler=cmd_export_provenance)
+
+    failures = commands.add_parser("failures", help="documents that could not be decoded, when, with which version, why")
+    failures.add_argument("--json", action="store_true")
+    failures.set_defaults(handler=cmd_failures)
 
     try:
         from ud_assets.cli_librarian import add_librarian_parser

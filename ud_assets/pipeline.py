@@ -54,11 +54,14 @@ GENERATION_TAG = "generation:"
 class DocumentFailed(Exception):
     """One document could not be processed; the message names it and the cause."""
 
-    def __init__(self, document_id: str, cause: str, transient: bool = False):
+    def __init__(self, document_id: str, cause: str, transient: bool = False, known: bool = False,
+                 fingerprint: str = ""):
         super().__init__(f"{document_id}: {cause}")
         self.document_id = document_id
         self.cause = cause
         self.transient = transient
+        self.known = known  # already in the failure ledger for this generation
+        self.fingerprint = fingerprint
 
 
 @dataclass
@@ -103,27 +106,36 @@ def process_document(
     (the result would be identical) unless force is set.
     """
     stages = set(stages)
+    attempt: dict = {}
     try:
-        return _process(librarian, document_id, config, stages, version or unstructured_version(), now, progress,
+        return _process(attempt, librarian, document_id, config, stages, version or unstructured_version(), now, progress,
                         force)
-    except DocumentFailed:
+    except DocumentFailed as failure:
+        failure.fingerprint = failure.fingerprint or attempt.get("fingerprint", "")
         raise
-    except (DecodeError, ConfigError) as exc:
-        raise DocumentFailed(document_id, str(exc)) from exc
-    except StorageUnavailable as exc:
-        raise DocumentFailed(document_id, str(exc), transient=True) from exc
-    except LibrarianError as exc:
-        raise DocumentFailed(document_id, str(exc)) from exc
-    except (ConnectionError, TimeoutError, OSError) as exc:
-        raise DocumentFailed(document_id, f"storage unavailable: {type(exc).__name__}: {exc}", transient=True) from exc
-    except MemoryError as exc:
-        raise DocumentFailed(document_id, "ran out of memory while decoding") from exc
-    except Exception as exc:  # noqa: BLE001 - a parser bug on one document must not stop the batch
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise DocumentFailed(document_id, f"{type(exc).__name__}: {first[:200]}") from exc
+    except Exception as exc:  # noqa: BLE001 - classified below, always naming the document
+        failure = _classify(document_id, exc)
+        failure.fingerprint = attempt.get("fingerprint", "")
+        raise failure from exc
 
 
-def _process(librarian, document_id, config, stages, version, now, progress, force) -> Outcome:
+def _classify(document_id: str, exc: Exception) -> DocumentFailed:
+    """A short, named cause; unavailable servers are transient (worth retrying)."""
+    if isinstance(exc, (DecodeError, ConfigError)):
+        return DocumentFailed(document_id, str(exc))
+    if isinstance(exc, StorageUnavailable):
+        return DocumentFailed(document_id, str(exc), transient=True)
+    if isinstance(exc, LibrarianError):
+        return DocumentFailed(document_id, str(exc))
+    if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
+        return DocumentFailed(document_id, f"storage unavailable: {type(exc).__name__}: {exc}", transient=True)
+    if isinstance(exc, MemoryError):
+        return DocumentFailed(document_id, "ran out of memory while decoding")
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return DocumentFailed(document_id, f"{type(exc).__name__}: {first[:200]}")
+
+
+def _process(attempt: dict, librarian, document_id, config, stages, version, now, progress, force) -> Outcome:
     outcome = Outcome(document_id)
     meta = librarian.get_metadata(document_id)
     if meta.parent_id:
@@ -134,6 +146,7 @@ def _process(librarian, document_id, config, stages, version, now, progress, for
     # The fingerprint covers the whole content: use the librarian's hash of all of it.
     info.sha256, info.size = meta.sha256, meta.size
     info.fingerprint = ids.fingerprint(meta.sha256, version, config)
+    attempt["fingerprint"] = info.fingerprint
     if "document" in stages:
         outcome.metadata["document"] = {
             "mime_type": info.mime_type,
@@ -146,6 +159,12 @@ def _process(librarian, document_id, config, stages, version, now, progress, for
         }
     if not stages & {"elements", "sections", "images", "provenance_triples"}:
         return outcome
+    known = librarian.get_failure(document_id)
+    if not force and known is not None and not known.transient and known.fingerprint == info.fingerprint:
+        # A deterministic failure repeats until the bytes, the decoder or its options change.
+        raise DocumentFailed(document_id, f"{known.error} (known failure since {known.time:%Y-%m-%d %H:%M} UTC; "
+                                          "retried when the document, the decoder or its options change, or with force)",
+                             known=True)
     previous = librarian.get_generation(document_id)
     if not force and set(STAGES[1:]) <= stages and previous is not None and previous.fingerprint == info.fingerprint:
         outcome.skipped = True
@@ -353,7 +372,7 @@ def record_failure(librarian, document_id: str, error: DocumentFailed, version: 
         sha = librarian.get_metadata(document_id).sha256
     except LibrarianError:
         sha = ""
-    previous = {f.document_id: f for f in librarian.list_failures()}.get(document_id)
+    previous = librarian.get_failure(document_id)
     attempts = previous.attempts + 1 if previous and previous.sha256 == sha else 1
     librarian.record_failure(
         Failure(
@@ -365,6 +384,7 @@ def record_failure(librarian, document_id: str, error: DocumentFailed, version: 
             error=error.cause[:500],
             transient=error.transient,
             attempts=attempts,
+            fingerprint=error.fingerprint,
         )
     )
 
