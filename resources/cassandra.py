@@ -185,6 +185,17 @@ def _value_size(v: object) -> int:
     return 16
 
 
+class SchemaMissing(LibrarianError):
+    """A table or keyspace the statement needs does not exist (any more)."""
+
+
+def _schema_missing(e: BaseException) -> bool:
+    from cassandra import InvalidRequest
+
+    text = str(e).lower()
+    return isinstance(e, InvalidRequest) and ("does not exist" in text or "unconfigured table" in text)
+
+
 def unavailable(config: CassandraConfig, e: BaseException, what: str = "") -> StorageUnavailable:
     detail = str(e) or type(e).__name__
     return StorageUnavailable(f"Cassandra at {config.endpoint} unreachable{' while ' + what if what else ''}: {detail}")
@@ -204,6 +215,7 @@ class CassandraConnection:
         self._refs = 0
         self._prepared: dict[str, object] = {}
         self._ready: set[str] = set()
+        self._schemas: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
         password = os.environ.get("CASSANDRA_PASSWORD") or ""
         auth = PlainTextAuthProvider(username=config.username, password=password) if config.username and password else None
         profile = ExecutionProfile(
@@ -276,7 +288,30 @@ class CassandraConnection:
         except (NoHostAvailable, OperationTimedOut, Unavailable, ReadTimeout, WriteTimeout, ConnectionError) as e:
             raise unavailable(self.config, e, what) from None
         except DriverException as e:
-            raise LibrarianError(f"Cassandra at {self.config.endpoint}: {what} failed: {e}") from None
+            message = f"Cassandra at {self.config.endpoint}: {what} failed: {e}"
+            if _schema_missing(e):
+                raise SchemaMissing(message) from None
+            raise LibrarianError(message) from None
+
+    def _schema_retry(self, run):
+        """run(); when a table or keyspace of ours is gone (dropped, or lost by a test node), recreate and run again."""
+        try:
+            return run()
+        except SchemaMissing as e:
+            if not self._schemas:
+                raise
+            log.warning("%s; recreating the librarian's schema and retrying", e)
+            self.repair_schema()
+            return run()
+
+    def repair_schema(self) -> None:
+        """Run every schema this connection created again (all idempotent), forgetting prepared statements."""
+        with self._lock:
+            self._prepared.clear()
+            for name in list(self._schemas):
+                self._ready.discard(name)
+                statements, tables, indexes = self._schemas[name]
+                self.ensure_schema(name, statements, tables, indexes, force=True)
 
     def prepare(self, cql: str):
         stmt = self._prepared.get(cql)
@@ -287,13 +322,16 @@ class CassandraConnection:
         return stmt
 
     def execute(self, cql: str, params: Sequence = (), what: str = "a query", fetch_size: int | None = None):
-        stmt = self.prepare(cql)
-        if fetch_size is not None:
-            stmt = stmt.bind(params)
-            stmt.fetch_size = fetch_size
-            params = None
-        with self.errors(what):
-            return self.session.execute(stmt, params)
+        def run():
+            stmt, values = self.prepare(cql), params
+            if fetch_size is not None:
+                stmt = stmt.bind(values)
+                stmt.fetch_size = fetch_size
+                values = None
+            with self.errors(what):
+                return self.session.execute(stmt, values)
+
+        return self._schema_retry(run)
 
     def execute_many(
         self, statements_and_params: Iterable[tuple[str, Sequence]], what: str = "writing rows", concurrency: int = 64
@@ -301,12 +339,16 @@ class CassandraConnection:
         """Run many prepared statements concurrently (cassandra.concurrent); results in order."""
         from cassandra.concurrent import execute_concurrent
 
-        items = [(self.prepare(cql), tuple(params)) for cql, params in statements_and_params]
-        if not items:
+        work = [(cql, tuple(params)) for cql, params in statements_and_params]
+        if not work:
             return []
-        with self.errors(what):
-            results = execute_concurrent(self.session, items, concurrency=concurrency, raise_on_first_error=True)
-        return [r.result_or_exc for r in results]
+
+        def run():
+            items = [(self.prepare(cql), params) for cql, params in work]
+            with self.errors(what):
+                return execute_concurrent(self.session, items, concurrency=concurrency, raise_on_first_error=True)
+
+        return [r.result_or_exc for r in self._schema_retry(run)]
 
     def write_partitioned(
         self,
@@ -322,11 +364,16 @@ class CassandraConnection:
         about max_bytes of values (Cassandra refuses batches over 50 KiB by default). Batches of
         different partitions go concurrently. Returns the number of requests sent.
         """
-        from cassandra.query import BatchStatement, BatchType
-
         groups: dict[tuple[str, object], list[Sequence]] = {}
         for cql, params, partition in rows:
             groups.setdefault((cql, partition), []).append(params)
+        if not groups:
+            return 0
+        return self._schema_retry(lambda: self._write_groups(groups, what, concurrency, max_rows, max_bytes))
+
+    def _write_groups(self, groups: dict, what: str, concurrency: int, max_rows: int, max_bytes: int) -> int:
+        from cassandra.query import BatchStatement, BatchType
+
         chunks: list[tuple[object, list[tuple]]] = []
         for (cql, _), params_list in groups.items():
             stmt = self.prepare(cql)
@@ -363,7 +410,12 @@ class CassandraConnection:
             self.session.execute(cql, timeout=60)
 
     def ensure_schema(
-        self, name: str, statements: Sequence[str], tables: Sequence[str] = (), indexes: Sequence[str] = ()
+        self,
+        name: str,
+        statements: Sequence[str],
+        tables: Sequence[str] = (),
+        indexes: Sequence[str] = (),
+        force: bool = False,
     ) -> None:
         """Run idempotent DDL once per process and wait for schema agreement.
 
@@ -371,10 +423,11 @@ class CassandraConnection:
         is skipped (a CLI call then costs no schema round trips).
         """
         with self._lock:
+            self._schemas[name] = (tuple(statements), tuple(tables), tuple(indexes))
             if name in self._ready:
                 return
             ks = self.cluster.metadata.keyspaces.get(name)
-            if tables and ks is not None and all(t in ks.tables for t in tables) and all(i in ks.indexes for i in indexes):
+            if not force and tables and ks is not None and all(t in ks.tables for t in tables) and all(i in ks.indexes for i in indexes):
                 self._ready.add(name)
                 return
             for cql in statements:

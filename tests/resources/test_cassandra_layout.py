@@ -152,3 +152,13 @@ def test_workspace_named_like_a_cql_keyword(cassandra_run):
         assert store.delete_subjects(["urn:x"], GRAPH_SOURCE, collection=collection) == 1
         cassandra_run.connection.execute('DELETE FROM "default".collection_metadata WHERE collection = ?', (collection,))
     assert store.count(collection=collection) == 0
+
+
+def test_lost_schema_is_recreated(real):
+    """A keyspace dropped under a running process (or lost by a restarted test node) comes back."""
+    ks = keyspace_for(real.workspace)
+    quad = Quad("urn:a", "urn:p", Term("v"), GRAPH_SOURCE)
+    real.triples.insert([quad])
+    real.triples.c.ddl(f'DROP KEYSPACE "{ks}"', "dropping a keyspace under the librarian")
+    real.triples.insert([quad])  # prepared statements of a dropped table fail; the store recreates it
+    assert real.triples.query(s="urn:a") == [quad]
