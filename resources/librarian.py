@@ -83,6 +83,9 @@ class DocumentStore(Protocol):
 RECORD_TYPES: dict[str, type] = {"generation": Generation, "failure": Failure}
 
 
+CHILD_OBJECT_NAMESPACE = uuid.UUID("8f0c2a3e-4b1d-5c6e-9f7a-0b1c2d3e4f50")
+
+
 def record_columns(kind: str) -> list[tuple[str, type]]:
     """(field, python type) of a record type; document_id first (the key within a workspace)."""
     cls = RECORD_TYPES[kind]
@@ -109,6 +112,9 @@ def check_id(id: object, what: str = "document id") -> str:
     for ch in id:
         if unicodedata.category(ch) == "Cc":
             raise LibrarianError(f"{what} {id!r} contains a control character ({ch!r})")
+    if ".." in id.replace("\\", "/").split("/"):
+        # Ids never become paths or keys here, but they travel to tools that might use them so.
+        raise LibrarianError(f"{what} {id!r} contains a '..' path segment")
     return id
 
 
@@ -232,7 +238,9 @@ class LibrarianService:
     def _store(self, *, id: str, content: bytes | BinaryIO, parent_id: str, document_type: str, **fields) -> DocumentMetadata:
         if self.documents.get(self.workspace, id) is not None:
             raise DocumentExists(f"document {id!r} already exists in workspace {self.workspace!r}")
-        object_id = uuid.uuid4()
+        # A child's object key follows from its id: a write cut short and redone lands on the same
+        # key instead of leaving an orphan object behind.
+        object_id = uuid.uuid5(CHILD_OBJECT_NAMESPACE, f"{self.workspace}\x1f{id}") if parent_id else uuid.uuid4()
         reader = HashingReader(content)
         self.objects.put(object_id, reader, fields["kind"])
         meta = DocumentMetadata(

@@ -86,6 +86,8 @@ def _detect_kind(path: str) -> str:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    from ud_assets.keys import partition_key_problem
+
     path = args.file
     if not os.path.isfile(path):
         return _fail(f"{path}: no such file")
@@ -93,6 +95,9 @@ def cmd_add(args: argparse.Namespace) -> int:
     def action(librarian) -> int:
         kind = args.kind or _detect_kind(path)
         doc_id = args.id or str(uuid.uuid4())
+        problem = partition_key_problem(doc_id)
+        if problem:  # it could be stored, but never decoded: refuse it now, clearly
+            return _fail(f"document id {doc_id!r} {problem}; choose another --id")
         title = os.path.basename(path) if args.title is None else args.title
         with open(path, "rb") as f:
             meta = librarian.add_document(doc_id, kind, f, title=title, comments=args.comments, tags=args.tags)

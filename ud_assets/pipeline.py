@@ -166,7 +166,8 @@ def _process(attempt: dict, librarian, document_id, config, stages, version, now
                                           "retried when the document, the decoder or its options change, or with force)",
                              known=True)
     previous = librarian.get_generation(document_id)
-    if not force and set(STAGES[1:]) <= stages and previous is not None and previous.fingerprint == info.fingerprint:
+    if (not force and set(STAGES[1:]) <= stages and previous is not None and previous.fingerprint == info.fingerprint
+            and all(generation_tag(info.fingerprint) in c.tags for c in librarian.list_children(document_id))):
         outcome.skipped = True
         for stage in STAGES[1:]:
             outcome.metadata[stage] = {"up_to_date": True, "generation": info.fingerprint,
