@@ -1,0 +1,166 @@
+"""Failures that lose nothing: a run killed mid-write and an object store that goes away."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from resources.dagster_resources import LibrarianResource
+from tests import docgen
+from tests.test_assets import children_tree, run, upload
+from ud_assets.pipeline import GENERATION_TAG
+
+REPO = Path(__file__).resolve().parent.parent
+
+RUN_IN_CHILD = r"""
+import sys, dagster as dg
+from resources.dagster_resources import LibrarianResource
+from tests.test_assets import run
+backend, home, workspace, bucket, dagster_home = sys.argv[1:6]
+import os; os.makedirs(dagster_home, exist_ok=True)
+resource = LibrarianResource(backend=backend, home=home, workspace=workspace, bucket=bucket)
+with dg.instance_for_test(temp_dir=dagster_home) as instance:
+    run(resource, instance, ["big.pdf"])
+"""
+
+
+def referenced_objects(lib) -> set[str]:
+    docs = lib.list_documents(include_children=True)
+    refs = {str(d.object_id) for d in docs}
+    for doc in docs:
+        generation = lib.get_generation(doc.id) if not doc.parent_id else None
+        if generation:
+            refs.add(generation.elements_object_id)
+    return refs
+
+
+def stored_objects(resource: LibrarianResource) -> set[str]:
+    lib = resource.get()
+    if resource.backend == "embedded":
+        return {p.name for p in Path(resource.home, "objects").rglob("*") if p.is_file() and "." not in p.name}
+    client = lib.objects.client
+    keys = set()
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=lib.objects.bucket, Prefix="doc/"):
+        keys |= {o["Key"].removeprefix("doc/") for o in page.get("Contents", [])}
+    return keys
+
+
+def test_a_run_killed_mid_write_converges_on_re_run(librarian_resource, instance, tmp_path):
+    lib = librarian_resource.get()
+    upload(lib, {"big.pdf": (docgen.pdf_text(150), "application/pdf")})
+    child = subprocess.Popen(
+        [sys.executable, "-c", RUN_IN_CHILD, librarian_resource.backend, librarian_resource.home or "",
+         librarian_resource.workspace, librarian_resource.bucket or "", str(tmp_path / "dh")],
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and len(lib.list_children("big.pdf")) < 5:
+            assert child.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.05)
+        os.killpg(child.pid, signal.SIGKILL)  # mid-write: some pages stored, not all
+    finally:
+        child.wait()
+    written = len(lib.list_children("big.pdf"))
+    assert 0 < written < 150 and lib.get_generation("big.pdf") is None
+
+    assert run(librarian_resource, instance, ["big.pdf"], raise_on_error=True).success
+    pages, images = children_tree(lib, "big.pdf")
+    tag = GENERATION_TAG + lib.get_generation("big.pdf").fingerprint
+    assert len(pages) == 150 and all(tag in p.tags for p in pages)
+    assert len({p.id for p in pages}) == 150
+    summary = json.loads(lib.get_generation("big.pdf").summary_json)
+    assert lib.triples.count(collection=lib.collection) == summary["triples"]  # one generation, no duplicates
+    assert stored_objects(librarian_resource) <= referenced_objects(lib) | {str(lib.get_metadata("big.pdf").object_id)}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _minio_binary() -> str:
+    out = subprocess.run(["bash", "-c", "source scripts/services/lib.sh >/dev/null; echo $MINIO_BIN"], cwd=REPO,
+                         capture_output=True, text=True, check=True)
+    return out.stdout.strip()
+
+
+class PrivateMinio:
+    """A MinIO of this test's own, to stop and restart without disturbing the shared one."""
+
+    def __init__(self, data: Path):
+        self.port, self.data, self.process = _free_port(), data, None
+
+    def start(self):
+        env = {**os.environ, "MINIO_ROOT_USER": os.environ["AWS_ACCESS_KEY_ID"],
+               "MINIO_ROOT_PASSWORD": os.environ["AWS_SECRET_ACCESS_KEY"]}
+        self.process = subprocess.Popen([_minio_binary(), "server", "--quiet", "--address",
+                                         f"127.0.0.1:{self.port}", str(self.data)], env=env,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError("private MinIO did not start")
+
+    def stop(self):
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+@pytest.fixture
+def private_minio(tmp_path, monkeypatch, graph_cassandra_run):
+    if graph_cassandra_run.error:
+        pytest.fail(graph_cassandra_run.error, pytrace=False)
+    server = PrivateMinio(tmp_path / "minio")
+    server.start()
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{server.port}")
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    yield server
+    server.stop()
+
+
+def test_object_store_stopped_mid_materialization_then_back_converges(private_minio, instance, graph_cassandra_run,
+                                                                       monkeypatch):
+    import ud_assets.pipeline as pipeline
+
+    resource = LibrarianResource(backend="cassandra", workspace=graph_cassandra_run.new_workspace(), bucket="outage")
+    lib = resource.get()
+    upload(lib, {"report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
+                 "notes.md": (docgen.markdown(), "text/markdown")})
+    real_store_images = pipeline._store_images
+
+    def store_images_then_lose_the_server(*args, **kwargs):
+        private_minio.stop()  # the object store goes away in the middle of the materialization
+        return real_store_images(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_store_images", store_images_then_lose_the_server)
+    result = run(resource, instance, ["notes.md", "report.pdf"])
+    assert not result.success
+    [failure] = result.get_step_failure_events()
+    message = failure.step_failure_data.error.message
+    assert f"127.0.0.1:{private_minio.port}" in message or "unavailable" in message.lower()
+    assert lib.get_generation("report.pdf") is None
+
+    monkeypatch.setattr(pipeline, "_store_images", real_store_images)
+    private_minio.start()
+    assert run(resource, instance, ["notes.md", "report.pdf"], raise_on_error=True).success
+    for doc_id, expected_images in (("notes.md", 0), ("report.pdf", 3)):
+        sections, images = children_tree(lib, doc_id)
+        tag = GENERATION_TAG + lib.get_generation(doc_id).fingerprint
+        assert sections and all(tag in c.tags for c in sections + images)
+        assert len(images) == expected_images
+        assert all(lib.get_content(c.id) for c in sections + images)
+    assert stored_objects(resource) <= referenced_objects(lib)
