@@ -258,6 +258,18 @@ class LibrarianService:
         return meta
 
     def _discard_object(self, object_id: uuid.UUID, id: str) -> None:
+        """Delete the object of a document that was not saved, unless a saved row references it.
+
+        A row may: a child's object key follows from its id, so the writer that won a race for
+        the id uses the same key; and a metadata write that timed out may have been applied.
+        """
+        try:
+            existing = self.documents.get(self.workspace, id)
+        except Exception as e:  # cannot tell: an orphan object is harmless, a dangling row is not
+            log.warning("keeping object %s of unsaved document %r (metadata unreadable: %s)", object_id, id, e)
+            return
+        if existing is not None and existing.object_id == object_id:
+            return
         try:
             self.objects.delete(object_id)
         except Exception as e:  # an orphan object is harmless; keep the original error

@@ -115,7 +115,7 @@ def test_missing_file_and_bad_id(env, tmp_path, capsys):
     f = tmp_path / "a.txt"
     f.write_bytes(b"x")
     assert ud("librarian", "add", str(f), "--id", "bad\nid") == 1
-    one_line_error(capsys, "control character")
+    one_line_error(capsys, "document id 'bad\\nid'")
 
 
 def test_unreachable_cassandra_is_one_line_error(monkeypatch, tmp_path, capsys):

@@ -14,14 +14,14 @@ from resources.model import LibrarianError
 def test_layout_under_home(tmp_path):
     home = tmp_path / "home"
     with open_embedded(home, "default") as lib:
-        meta = lib.add_document("../../etc/passwd", "text/plain", b"not a path")
+        meta = lib.add_document("/etc/passwd", "text/plain", b"not a path")
         files = sorted(p.name for p in (home / "objects").iterdir())
         assert files == [str(meta.object_id)]  # named by object_id, never by the document id
         assert (home / "objects" / str(meta.object_id)).read_bytes() == b"not a path"
     conn = sqlite3.connect(home / "librarian.sqlite3")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     row = conn.execute("SELECT id, kind, object_id, document_type FROM document").fetchone()
-    assert row == ("../../etc/passwd", "text/plain", str(meta.object_id), "source")
+    assert row == ("/etc/passwd", "text/plain", str(meta.object_id), "source")
 
 
 def test_object_writes_are_atomic(tmp_path):

@@ -153,7 +153,10 @@ def test_kind_is_required(librarian):
     assert not librarian.exists("no-kind")
 
 
-@pytest.mark.parametrize("bad", ["", "x" * 513, "a\nb", "tab\there", "nul\x00", "del\x7f"], ids=["empty", "too-long", "newline", "tab", "nul", "del"])
+@pytest.mark.parametrize(
+    "bad", ["", "x" * 513, "a\nb", "tab\there", "nul\x00", "del\x7f", "../up", "a/../b"],
+    ids=["empty", "too-long", "newline", "tab", "nul", "del", "dotdot", "inner-dotdot"],
+)
 def test_bad_ids_are_refused(librarian, bad):
     with pytest.raises(LibrarianError) as err:
         librarian.add_document(bad, "text/plain", b"abc")
@@ -435,3 +438,68 @@ def test_many_documents_listing(librarian):
     assert len(docs) == 60
     assert {d.id for d in docs} == {f"doc-{i:03d}" for i in range(60)}
     assert sum(d.size for d in docs) == sum(range(60))
+
+
+class GeneratedStream(io.RawIOBase):
+    """n pseudo-random bytes made on the fly: the whole never exists in memory."""
+
+    def __init__(self, n: int):
+        self.left = n
+        self.block = hashlib.sha256(b"gen").digest() * 2048  # 64 KiB
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        k = min(len(b), self.left, len(self.block))
+        b[:k] = self.block[:k]
+        self.left -= k
+        return k
+
+
+def test_streaming_keeps_memory_bounded(librarian):
+    import tracemalloc
+
+    n = 48 * MiB
+    meta = librarian.add_document("stream-big", "application/octet-stream", GeneratedStream(n))
+    assert meta.size == n
+    tracemalloc.start()
+    try:
+        total = 0
+        for chunk in librarian.stream_content("stream-big", chunk_size=MiB):
+            total += len(chunk)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert total == n
+    assert peak < 8 * MiB, f"reading {n} bytes peaked at {peak} bytes of Python memory"
+
+
+@pytest.mark.parametrize("child", [False, True], ids=["source", "child"])
+def test_losing_a_race_for_an_id_keeps_the_winners_bytes(librarian, monkeypatch, child):
+    """Two writers pass the existence check; the one whose metadata insert loses must not hurt the other."""
+    librarian.add_document("parent", "text/plain", b"p")
+
+    def add():
+        if child:
+            return librarian.add_child_document("parent", "urn:page:race", "text/plain", b"same bytes", PAGE)
+        return librarian.add_document("urn:page:race", "text/plain", b"same bytes")
+
+    winner = add()
+    real_get = librarian.documents.get
+    calls = []
+
+    def blind_first_look(workspace, id):
+        if id == "urn:page:race":
+            calls.append(id)
+            if len(calls) == 1:
+                return None
+        return real_get(workspace, id)
+
+    monkeypatch.setattr(librarian.documents, "get", blind_first_look)
+    with pytest.raises(DocumentExists, match="urn:page:race"):
+        add()
+    monkeypatch.undo()
+    assert librarian.get_metadata("urn:page:race") == winner
+    assert librarian.get_content("urn:page:race") == b"same bytes"
+    assert librarian.objects.exists(winner.object_id)
