@@ -102,7 +102,7 @@ def cassandra_run():
     run.cleanup()
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=["embedded", pytest.param("cassandra", marks=pytest.mark.services)])
 def backend(request) -> str:
     return request.param
 

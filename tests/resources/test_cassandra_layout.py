@@ -14,6 +14,7 @@ from resources.model import GRAPH_SOURCE, Quad, Term
 from resources.settings import open_librarian
 
 PROV = "http://www.w3.org/ns/prov#"
+pytestmark = pytest.mark.services
 
 
 @pytest.fixture
