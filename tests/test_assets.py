@@ -12,7 +12,7 @@ from ud_assets.jobs import decode_documents
 from ud_assets.partitions import documents_partitions
 from ud_assets.pipeline import GENERATION_TAG
 
-ASSETS = ["document", "elements", "sections", "images", "provenance_triples"]
+ASSETS = ["document", "elements", "sections", "images", "chunks", "provenance_triples"]
 
 
 def upload(lib, documents: dict[str, tuple[bytes, str]]) -> list[str]:
@@ -33,7 +33,7 @@ def run(resource, instance, keys: list[str], raise_on_error: bool = False, **opt
 
 def children_tree(lib, doc_id):
     sections = lib.list_children(doc_id)
-    images = [img for s in sections for img in lib.list_children(s.id)]
+    images = [c for s in sections for c in lib.list_children(s.id) if c.document_type == IMAGE]
     return sections, images
 
 
@@ -59,7 +59,7 @@ def test_materializes_documents_of_several_formats_into_the_librarian(librarian_
     for asset in ASSETS:
         assert instance.get_materialized_partitions(dg.AssetKey(asset)) == set(keys)
     evaluations = result.get_asset_check_evaluations()
-    assert len(evaluations) == 4
+    assert len(evaluations) == 5
     for evaluation in evaluations:
         assert evaluation.passed, evaluation.check_name
 

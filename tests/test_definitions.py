@@ -246,7 +246,8 @@ def test_the_decoder_options_default_to_the_spec():
     config = resolved["ops"]["universal_decoder"]["config"]
     assert {k: config[k] for k in SPEC_DEFAULTS} == SPEC_DEFAULTS
     assert config["force"] is False
-    assert set(config) == set(SPEC_DEFAULTS) | {"force"}
+    assert (config["chunk_size"], config["chunk_overlap"]) == (2000, 100)  # TrustGraph's chunker defaults
+    assert set(config) == set(SPEC_DEFAULTS) | {"force", "chunk_size", "chunk_overlap"}
     assert DecoderOptions().model_dump(include=set(SPEC_DEFAULTS)) == SPEC_DEFAULTS
     assert DecoderOptions().to_decoder_config() == DecoderConfig()
 

@@ -27,7 +27,8 @@ def test_lineage_from_an_image_back_to_the_document_with_positions(librarian_res
 
     down = lineage(lib.triples, "report.pdf", lib.collection)["entity"]
     assert [c["type"] for c in down["children"]] == ["page", "page"]
-    assert sum(len(c.get("children", [])) for c in down["children"]) == 3
+    assert sum(1 for c in down["children"] for g in c.get("children", []) if g["type"] == "image") == 3
+    assert all(any(g["type"] == "chunk" for g in c["children"]) for c in down["children"])
     page2 = down["children"][1]
     text = "\n\n".join(lib.get_content(p.id).decode() for p in sorted(pages, key=lambda p: p.title))
     assert text[page2["char_offset"]:page2["char_offset"] + page2["char_length"]] == \
@@ -54,7 +55,33 @@ def test_removing_a_decoded_document_leaves_nothing_behind(librarian_resource, i
     run(librarian_resource, instance, ["report.pdf", "keep.md"], raise_on_error=True)
     kept = len(document_quads(lib.triples, "keep.md", lib.collection))
     pages, images = children_tree(lib, "report.pdf")
-    assert lib.remove_document("report.pdf") == 1 + len(pages) + len(images)
-    assert not any(lib.exists(c.id) for c in pages + images)
+    chunks = [c for p in pages for c in lib.list_children(p.id) if c.document_type == "chunk"]
+    assert chunks
+    assert lib.remove_document("report.pdf") == 1 + len(pages) + len(images) + len(chunks)
+    assert not any(lib.exists(c.id) for c in pages + images + chunks)
     assert lib.triples.count(collection=lib.collection) == kept
     assert lib.get_generation("report.pdf") is None
+
+
+def test_chunks_have_exact_offsets_and_lineage_back_to_the_document(librarian_resource, instance):
+    lib = librarian_resource.get()
+    text = "\n\n".join(f"Paragraph {i} " + "word " * 60 for i in range(30))
+    upload(lib, {"long.md": (text.encode(), "text/markdown")})
+    run(librarian_resource, instance, ["long.md"], raise_on_error=True, chunk_size=500, chunk_overlap=50)
+    [section] = lib.list_children("long.md")
+    section_text = lib.get_content(section.id).decode()
+    chunks = [c for c in lib.list_children(section.id) if c.document_type == "chunk"]
+    assert len(chunks) > 5
+    for chunk in chunks:
+        info = lineage(lib.triples, chunk.id, lib.collection)
+        entity = info["entity"]
+        assert section_text[entity["char_offset"]:entity["char_offset"] + entity["char_length"]] == \
+            lib.get_content(chunk.id).decode()
+        assert [a["type"] for a in info["ancestors"]] == ["section", "document"]
+        assert entity["document_span"][0] == info["ancestors"][0]["char_offset"] + entity["char_offset"]
+    # New chunking options: new chunks replace the old ones, nothing else changes.
+    run(librarian_resource, instance, ["long.md"], raise_on_error=True, chunk_size=800, chunk_overlap=0)
+    rechunked = [c for c in lib.list_children(section.id) if c.document_type == "chunk"]
+    assert rechunked and not {c.id for c in rechunked} & {c.id for c in chunks}
+    assert not any(lib.triples.query(s=c.id, collection=lib.collection) for c in chunks)
+    assert lib.list_children("long.md") == [section]

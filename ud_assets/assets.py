@@ -62,6 +62,13 @@ ASSET_SPECS = [
         group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
     ),
     dg.AssetSpec(
+        "chunks",
+        deps=["sections"],
+        description="Chunks of every page/section (TrustGraph's recursive chunker, exact offsets, tables kept whole): "
+        "librarian child documents (chunk) of their section, with their provenance triples.",
+        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
+    ),
+    dg.AssetSpec(
         "provenance_triples",
         deps=["images"],
         description="PROV-O/TrustGraph provenance of the document, its pages/sections and images, in urn:graph:source.",
@@ -76,6 +83,8 @@ CHECK_SPECS = [
                       description="No page, section or image of an earlier generation is left in the librarian."),
     dg.AssetCheckSpec("children_present", asset="images",
                       description="Every page, section and image of the generation is in the librarian."),
+    dg.AssetCheckSpec("chunk_offsets_exact", asset="chunks",
+                      description="Every chunk's text sits exactly at its offset in its section."),
     dg.AssetCheckSpec("triple_count_consistent", asset="provenance_triples",
                       description="The triple store holds exactly the triples built for the document's entities."),
 ]
@@ -91,12 +100,13 @@ CHECK_SPECS = [
     pool="decoding",
 )
 def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions, librarian: LibrarianResource):
-    from ud_assets.pipeline import STAGES, DocumentFailed, process_document, record_failure
+    from ud_assets.pipeline import CHUNKS, STAGES, ChunkingOptions, DocumentFailed, process_document, record_failure
 
     lib = librarian.get()
     decoder_config = config.to_decoder_config()
     selected = {key.to_user_string() for key in context.selected_asset_keys}
-    stages = [stage for stage in STAGES if stage in selected]
+    stages = [stage for stage in (*STAGES, CHUNKS) if stage in selected]
+    chunking = ChunkingOptions(config.chunk_size, config.chunk_overlap)
     keys = list(context.partition_keys)
     outcomes, failures = [], []
     for index, key in enumerate(keys, start=1):
@@ -104,7 +114,8 @@ def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions,
         context.log.info(f"[{index}/{len(keys)}] {key}")
         try:
             outcome = _with_retries(lambda: process_document(lib, key, decoder_config, stages,
-                                                             progress=context.log.debug, force=config.force), context)
+                                                             progress=context.log.debug, force=config.force,
+                                                             chunking=chunking), context)
         except DocumentFailed as failure:
             failures.append(failure)
             context.log.error(f"document {failure}")
@@ -168,6 +179,7 @@ def _check_results(context: dg.AssetExecutionContext, outcomes):
         ("sections", "offsets_exact"): [o.document_id for o in outcomes if not o.offsets_exact],
         ("sections", "no_stale_children"): [o.document_id for o in outcomes if o.stale_remaining],
         ("images", "children_present"): [o.document_id for o in outcomes if o.missing_children],
+        ("chunks", "chunk_offsets_exact"): [o.document_id for o in outcomes if not o.chunk_offsets_exact],
         ("provenance_triples", "triple_count_consistent"): [
             o.document_id for o in outcomes if o.committed and o.triples_stored != o.triples_expected
         ],

@@ -48,7 +48,15 @@ from ud_assets.decoding.partitioning import unstructured_version
 log = logging.getLogger(__name__)
 
 STAGES = ("document", "elements", "sections", "images", "provenance_triples")
+CHUNKS = "chunks"  # downstream of sections; its own generation (chunk size and overlap)
 GENERATION_TAG = "generation:"
+CHUNK_GENERATION_TAG = "chunk-generation:"
+
+
+@dataclass(frozen=True)
+class ChunkingOptions:
+    chunk_size: int = 2000
+    chunk_overlap: int = 100
 
 
 class DocumentFailed(Exception):
@@ -80,6 +88,7 @@ class Outcome:
     stale_remaining: list[str] = field(default_factory=list)  # still there afterwards (should be none)
     committed: bool = False
     skipped: bool = False  # already current: nothing to do
+    chunk_offsets_exact: bool = True
 
 
 def elements_object_id(document_id: str, fingerprint: str) -> uuid.UUID:
@@ -99,6 +108,7 @@ def process_document(
     now: datetime | None = None,
     progress: Callable[[str], None] = lambda message: None,
     force: bool = False,
+    chunking: ChunkingOptions = ChunkingOptions(),
 ) -> Outcome:
     """Run the selected stages for one document; raises DocumentFailed naming the cause.
 
@@ -108,8 +118,11 @@ def process_document(
     stages = set(stages)
     attempt: dict = {}
     try:
-        return _process(attempt, librarian, document_id, config, stages, version or unstructured_version(), now, progress,
-                        force)
+        outcome = _process(attempt, librarian, document_id, config, stages, version or unstructured_version(), now,
+                           progress, force)
+        if CHUNKS in stages:
+            _chunk_stage(librarian, outcome, attempt, chunking, now)
+        return outcome
     except DocumentFailed as failure:
         failure.fingerprint = failure.fingerprint or attempt.get("fingerprint", "")
         raise
@@ -147,6 +160,7 @@ def _process(attempt: dict, librarian, document_id, config, stages, version, now
     info.sha256, info.size = meta.sha256, meta.size
     info.fingerprint = ids.fingerprint(meta.sha256, version, config)
     attempt["fingerprint"] = info.fingerprint
+    attempt["info"], attempt["config"], attempt["meta"] = info, config, meta
     if "document" in stages:
         outcome.metadata["document"] = {
             "mime_type": info.mime_type,
@@ -157,7 +171,7 @@ def _process(attempt: dict, librarian, document_id, config, stages, version, now
             "uploaded": meta.time.isoformat(),
             "generation": info.fingerprint,
         }
-    if not stages & {"elements", "sections", "images", "provenance_triples"}:
+    if not stages & {"elements", "sections", "images", "provenance_triples", CHUNKS}:
         return outcome
     known = librarian.get_failure(document_id)
     if not force and known is not None and not known.transient and known.fingerprint == info.fingerprint:
@@ -173,6 +187,8 @@ def _process(attempt: dict, librarian, document_id, config, stages, version, now
             outcome.metadata[stage] = {"up_to_date": True, "generation": info.fingerprint,
                                        "decoded": previous.time.isoformat()}
         return outcome
+    if not stages & {"elements", "sections", "images", "provenance_triples"}:
+        return outcome  # chunks alone: they start from the stored sections
 
     started = time.perf_counter()
     elements = _elements(librarian, info, config, meta, "elements" in stages, outcome, progress)
@@ -433,4 +449,64 @@ def _sections_metadata(sections: list[Section], written: int, info: DocumentInfo
         ],
         "preview": preview,
         **timings,
+    }
+
+
+def _current_sections(librarian, attempt: dict, outcome: Outcome) -> list[Section]:
+    """This generation's sections: from this run, or rebuilt from the stored elements (cheap, pure)."""
+    if outcome.sections:
+        return outcome.sections
+    info, config, meta = attempt["info"], attempt["config"], attempt["meta"]
+    generation = librarian.get_generation(info.id)
+    if generation is None or generation.fingerprint != info.fingerprint:
+        raise DocumentFailed(info.id, "no current generation of sections to chunk; materialize sections first")
+    elements = _elements(librarian, info, config, meta, False, Outcome(info.id), lambda m: None)
+    sections, _ = build_sections(info, config, elements)
+    return sections
+
+
+def _chunk_stage(librarian, outcome: Outcome, attempt: dict, options: ChunkingOptions, now: datetime | None) -> None:
+    """Chunks of every leaf page/section as librarian children, with exact offsets and provenance."""
+    from ud_assets.decoding import chunking
+
+    started = time.perf_counter()
+    info = attempt["info"]
+    generation = chunking.chunk_generation(info.fingerprint, options.chunk_size, options.chunk_overlap)
+    tag = CHUNK_GENERATION_TAG + generation
+    started_at = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    written = total = removed = 0
+    exact = True
+    for section in (s for s in _current_sections(librarian, attempt, outcome) if s.leaf):
+        chunks = chunking.chunk_text(section.text, options.chunk_size, options.chunk_overlap)
+        exact &= all(section.text[c.offset : c.offset + c.length] == c.text for c in chunks)
+        quads, chunk_ids = [], []
+        for chunk in chunks:
+            chunk_id = chunking.chunk_id(section.id, generation, chunk.index)
+            chunk_ids.append(chunk_id)
+            if not librarian.exists(chunk_id):
+                librarian.add_child_document(
+                    parent_id=section.id, id=chunk_id, kind="text/plain", content=chunk.text.encode("utf-8"),
+                    document_type="chunk", title=f"Chunk {chunk.index}", tags=[tag],
+                )
+                written += 1
+            activity = chunking.chunk_activity_iri(section.id, generation, chunk.index)
+            quads += [to_quad(t) for t in chunking.chunk_triples(
+                chunk, chunk_id, section.id, activity, options.chunk_size, options.chunk_overlap, started_at)]
+        subjects = sorted({q.s for q in quads} - {ids.agent_iri(chunking.CHUNKER_COMPONENT)})
+        librarian.triples.delete_subjects(subjects, GRAPH_SOURCE, librarian.collection)
+        librarian.triples.insert(quads, librarian.collection)
+        total += len(chunks)
+        for old in librarian.list_children(section.id):
+            if old.document_type == "chunk" and tag not in old.tags:
+                librarian.remove_document(old.id)
+                removed += 1
+    outcome.chunk_offsets_exact = exact
+    outcome.metadata[CHUNKS] = {
+        "chunks": total,
+        "written": written,
+        "old_chunks_removed": removed,
+        "chunk_size": options.chunk_size,
+        "chunk_overlap": options.chunk_overlap,
+        "chunk_generation": generation,
+        "chunk_s": round(time.perf_counter() - started, 3),
     }
