@@ -1,0 +1,212 @@
+"""Each document decoded in a forked child: hangs, balloons and crashes stop one document only."""
+
+import faulthandler
+import os
+import signal
+import statistics
+import time
+
+import pytest
+
+from tests import docgen
+from ud_assets.decoding import detect, isolation
+from ud_assets.decoding.isolation import IsolatedPartitioner, isolation_available, isolation_enabled
+from ud_assets.decoding.limits import Limits
+from ud_assets.decoding.model import ConfigError, DecodeError, DecoderConfig
+from ud_assets.decoding.partitioning import Partitioned, partition_bytes
+
+pytestmark = pytest.mark.skipif(not isolation_available(), reason="needs fork and /proc (Linux)")
+
+CONFIG = DecoderConfig()
+GOOD = (docgen.markdown(), detect.MARKDOWN)
+
+
+@pytest.fixture(scope="module")
+def warm():
+    """One warm parent for the real-document tests: unstructured and spaCy loaded once."""
+    with IsolatedPartitioner(Limits(timeout_s=120)) as partitioner:
+        yield partitioner
+
+
+def _no_children_left() -> bool:
+    isolation.reap_children(block=True)
+    pid = os.getpid()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as handle:
+            if handle.read().strip():
+                return False
+    return True
+
+
+# -- injected misbehaviour (no warm-up needed) ---------------------------------------------------
+
+
+def hangs_on_request(data, mime, config, filename):
+    if data == b"hang":
+        time.sleep(600)
+    return partition_bytes(data, mime, config, filename)
+
+
+def balloons_on_request(data, mime, config, filename):
+    if data == b"balloon":
+        block = bytearray(2 * 1024**3)  # 2 GB, every page touched
+        block[::4096] = b"\x01" * len(block[::4096])
+    elif data == b"creep":
+        chunks = []
+        while True:  # many small allocations: the cap stops them too
+            chunks.append(b"\x01" * (1 << 20))
+    return partition_bytes(data, mime, config, filename)
+
+
+def crashes_on_request(data, mime, config, filename):
+    if data == b"segfault":
+        faulthandler.disable()  # pytest's handler would print the child's stack: expected here
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if data == b"exit":
+        os._exit(3)
+    if data == b"config":
+        raise ConfigError("strategy hi_res needs local layout-model weights")
+    if data == b"bug":
+        raise KeyError("missing")
+    return partition_bytes(data, mime, config, filename)
+
+
+def test_a_hanging_document_is_stopped_and_the_next_one_decodes(warm):
+    # `warm` has loaded unstructured into this process: children of any partitioner start warm.
+    with IsolatedPartitioner(Limits(timeout_s=1.5), target=hangs_on_request, warm=False) as partitioner:
+        started = time.perf_counter()
+        with pytest.raises(DecodeError) as caught:
+            partitioner.partition(b"hang", detect.PLAIN, CONFIG)
+        elapsed = time.perf_counter() - started
+        assert str(caught.value) == "timed out after 1.5 s (UD_DECODE_TIMEOUT_S)"
+        assert 1.5 <= elapsed < 1.5 + 2.0
+        assert caught.value.stats["wall_s"] == pytest.approx(elapsed, abs=0.2)
+        parted, stats = partitioner.partition(*GOOD, CONFIG)
+    assert parted == partition_bytes(*GOOD, CONFIG)
+    assert stats["isolated"] is True
+    assert _no_children_left()
+
+
+@pytest.mark.parametrize("request_bytes", [b"balloon", b"creep"])
+def test_a_ballooning_document_is_stopped_and_reported(request_bytes):
+    with IsolatedPartitioner(Limits(timeout_s=60, memory_mb=512), target=balloons_on_request, warm=False) as partitioner:
+        with pytest.raises(DecodeError) as caught:
+            partitioner.partition(request_bytes, detect.PLAIN, CONFIG)
+        assert str(caught.value) == "exceeded the memory limit of 512 MB (UD_DECODE_MEMORY_MB)"
+        assert caught.value.stats["wall_s"] < 30
+        partitioner.partition(b"plain text after the balloon", detect.PLAIN, CONFIG)
+    assert _no_children_left()
+
+
+@pytest.mark.parametrize("request_bytes,expected", [
+    (b"segfault", "decoder crashed: killed by signal 11 (SIGSEGV)"),
+    (b"exit", "decoder crashed: exited with status 3 without a result"),
+    (b"bug", "text/plain could not be parsed: KeyError: 'missing'"),
+])
+def test_a_crashing_child_is_reported(request_bytes, expected):
+    with IsolatedPartitioner(Limits(timeout_s=60), target=crashes_on_request, warm=False) as partitioner:
+        with pytest.raises(DecodeError) as caught:
+            partitioner.partition(request_bytes, detect.PLAIN, CONFIG)
+        assert str(caught.value) == expected
+        parted, _ = partitioner.partition(b"still alive", detect.PLAIN, CONFIG)
+        assert parted.elements[0].text == "still alive"
+
+
+def test_errors_come_back_as_the_same_exception():
+    with IsolatedPartitioner(Limits(timeout_s=60), target=crashes_on_request, warm=False) as partitioner:
+        with pytest.raises(ConfigError, match="^strategy hi_res needs local layout-model weights$"):
+            partitioner.partition(b"config", detect.PLAIN, CONFIG)
+        # check_input runs in the child: its message is the one it gives in-process.
+        with pytest.raises(DecodeError, match="^declared as PDF but the bytes are application/octet-stream$"):
+            partitioner.partition(docgen.random_bytes(), detect.PDF, CONFIG)
+        with pytest.raises(DecodeError, match="^empty document"):
+            partitioner.partition(b"", detect.PLAIN, CONFIG)
+
+
+def test_isolation_can_be_disabled(monkeypatch):
+    monkeypatch.setenv("UD_DECODE_ISOLATION", "0")
+    assert not isolation_enabled()
+    partitioner = IsolatedPartitioner(Limits(timeout_s=60), target=crashes_on_request)
+    assert not partitioner.isolate
+    parted, stats = partitioner.partition(b"in process", detect.PLAIN, CONFIG)
+    assert parted.elements[0].text == "in process" and stats["isolated"] is False
+    with pytest.raises(DecodeError, match="^declared as PDF but the bytes are"):  # checks still apply
+        partitioner.partition(docgen.random_bytes(), detect.PDF, CONFIG)
+    monkeypatch.setenv("UD_DECODE_ISOLATION", "1")
+    assert isolation_enabled() and IsolatedPartitioner(target=crashes_on_request, warm=False).isolate
+
+
+def test_children_survive_a_parent_that_used_torch_openmp():
+    """GNU OpenMP's pool is dead in a forked child once the parent used it: the child must not hang."""
+    torch = pytest.importorskip("torch")
+    matrix = torch.rand(300, 300)
+    (matrix @ matrix).sum().item()  # the parent's OpenMP pool is now started
+
+    def torch_target(data, mime, config, filename):
+        import torch
+
+        square = torch.rand(300, 300)
+        return Partitioned([], "fast", [str(float((square @ square).sum()) > 0)])
+
+    with IsolatedPartitioner(Limits(timeout_s=30), target=torch_target, warm=False) as partitioner:
+        assert partitioner.partition(b"x", detect.PLAIN, CONFIG)[0].notes == ["True"]
+
+
+# -- real documents through the warm parent -------------------------------------------------------
+
+
+def _twenty_documents() -> list[tuple[str, bytes, str]]:
+    kinds = [
+        ("markdown", docgen.markdown(), detect.MARKDOWN),
+        ("csv", b"name,city\nAda,London\nGrace,New York\n", detect.CSV),
+        ("pdf", docgen.pdf_text(2), detect.PDF),
+        ("xlsx", docgen.xlsx(2), detect.XLSX),
+        ("docx", docgen.docx_with_headings_table_picture(), detect.DOCX),
+        ("html", docgen.html_cp1252(), detect.HTML),
+        ("tsv", docgen.tsv(), detect.TSV),
+        ("pdf3", docgen.pdf_text(3), detect.PDF),
+        ("text", docgen.text_utf16(), detect.PLAIN),
+        ("pptx", docgen.pptx_with_picture(), detect.PPTX),
+    ]
+    return kinds * 2
+
+
+def test_twenty_documents_in_a_row_match_in_process_decoding(warm):
+    overheads = []
+    for name, data, mime in _twenty_documents():
+        expected = partition_bytes(data, mime, CONFIG)
+        parted, stats = warm.partition(data, mime, CONFIG)
+        assert parted == expected, name
+        assert stats["isolated"] and stats["child_peak_rss_mb"] > 0 and stats["child_private_mb"] > 0
+        assert stats["wall_s"] >= stats["work_s"] > 0
+        overheads.append(stats["fork_overhead_ms"])
+    # Fork, pickling and the pipe: tens of milliseconds on a busy 2-core machine.
+    assert statistics.median(overheads) < 250, overheads
+
+
+def test_parser_errors_and_limits_in_a_warm_batch(warm):
+    truncated = docgen.pdf_truncated()
+    try:
+        expected = partition_bytes(truncated, detect.PDF, CONFIG)
+    except DecodeError as exc:
+        with pytest.raises(DecodeError) as caught:
+            warm.partition(truncated, detect.PDF, CONFIG)
+        assert str(caught.value) == str(exc)
+    else:
+        assert warm.partition(truncated, detect.PDF, CONFIG)[0] == expected
+    with pytest.raises(DecodeError, match="^PDF has 2 pages, above the limit of 1"):
+        IsolatedPartitioner(Limits(max_pages=1), warm=False).partition(docgen.pdf_text(2), detect.PDF, CONFIG)
+    assert warm.partition(*GOOD, CONFIG)[0] == partition_bytes(*GOOD, CONFIG)
+
+
+def test_deeply_nested_html_never_takes_the_parent_down(warm):
+    depth = 100_000
+    html = b"<html><body>" + b"<div>" * depth + b"deep text" + b"</div>" * depth + b"</body></html>"
+    try:
+        parted, stats = warm.partition(html, detect.HTML, CONFIG)
+    except DecodeError as exc:  # a clear, short error is fine too
+        assert 0 < len(str(exc)) < 300
+    else:
+        assert stats["wall_s"] < 60 and len(parted.elements) <= depth
+    assert warm.partition(*GOOD, CONFIG)[0] == partition_bytes(*GOOD, CONFIG)
+    assert _no_children_left()

@@ -1,0 +1,417 @@
+"""Each document decoded in a forked child with limits, as Apache Tika's pipes isolate each parse.
+
+A parser that hangs, balloons or segfaults takes down one child, never the process that runs a
+batch. The parent imports unstructured once (4-9 s with spaCy and torch) and forks per document,
+so every child starts warm. The child:
+- checks the input (limits.check_input: headers of untrusted bytes are read in the child too);
+- caps its address space at what it has inherited plus memory_mb (RLIMIT_AS), so a runaway
+  allocation fails with MemoryError instead of waking the OOM killer;
+- pickles its reply (the Partitioned result, or the error's kind and message, with its timings
+  and memory) into a pipe and _exits.
+The parent waits with a wall-clock deadline and SIGKILLs the child when it passes.
+
+Pickle rather than JSON: the pipe is private to the parent and its own child running our own
+code; an attacker able to forge the pickle already runs code as our user in the child, so pickle
+widens nothing, while it keeps element values exactly as partition_bytes made them (tuples,
+ints vs floats, image bytes) at no encoding cost. Switch to decoder.element_to_json if the child
+is ever sandboxed harder than the parent.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import os
+import pickle
+import resource
+import select
+import signal
+import struct
+import sys
+import threading
+import time
+from typing import Callable
+
+from . import limits as limits_module
+from .limits import Limits, MiB
+from .model import ConfigError, DecodeError, DecoderConfig
+from .partitioning import Partitioned, partition_bytes
+
+Target = Callable[[bytes, str, DecoderConfig, "str | None"], Partitioned]
+_HEADER = struct.Struct("<Q")  # length prefix: a sibling child holding our pipe must not delay EOF
+_POLL_S = 0.05
+_EXIT_MEMORY = 75  # the child ran out of memory before it could report
+_unreaped: set[int] = set()  # children that replied and are exiting
+_default_lock = threading.RLock()
+_warm_up_s: float | None = None
+
+
+def isolation_available() -> bool:
+    """fork (and /proc for the memory cap) exist: Linux."""
+    return hasattr(os, "fork") and os.path.isdir("/proc/self")
+
+
+def isolation_enabled(environ: dict | None = None) -> bool:
+    env = os.environ if environ is None else environ
+    return env.get("UD_DECODE_ISOLATION", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+# Tiny documents whose decode loads spaCy's model and imports the partitioners of every format,
+# so the children do not pay it. Only text and a text-layer PDF: nothing that runs torch or
+# onnxruntime, whose thread pools (GNU OpenMP above all) are not fork-safe once used.
+_WARM_MARKDOWN = b"# Warm-up\n\nThis sentence loads the language model. So does this one.\n"
+_WARM_IMPORTS = ("md", "html", "text", "csv", "tsv", "pdf", "docx", "pptx", "xlsx", "odt", "epub", "rtf",
+                 "email", "xml", "json", "rst", "image")
+
+
+def warm_up() -> float:
+    """Import and exercise unstructured in this process once; returns the seconds it took."""
+    global _warm_up_s
+    with _default_lock:
+        if _warm_up_s is None:
+            _warm_up_s = _warm_up()
+        return _warm_up_s
+
+
+def _warm_up() -> float:
+    import importlib
+
+    started = time.perf_counter()
+    for name in _WARM_IMPORTS:
+        try:
+            importlib.import_module(f"unstructured.partition.{name}")
+        except ImportError:
+            pass  # an optional extra not installed: that format fails in the child as it would here
+    config = DecoderConfig(strategy="fast")
+    partition_bytes(_WARM_MARKDOWN, "text/markdown", config)
+    partition_bytes(b"<html><body><h1>Warm</h1><p>Up.</p></body></html>", "text/html", config)
+    partition_bytes(_warm_pdf(), "application/pdf", config)
+    return time.perf_counter() - started
+
+
+def _warm_pdf() -> bytes:
+    """A one-page PDF with a text layer, written by hand (no PDF writer is a dependency)."""
+    stream = b"BT /F1 12 Tf 72 720 Td (Warm-up text for the PDF partitioner.) Tj ET"
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+class IsolatedPartitioner:
+    """partition_bytes in a forked child per document, within `limits`.
+
+    `with IsolatedPartitioner() as decoder: parted, stats = decoder.partition(...)`.
+    `target` replaces partition_bytes (tests inject hangs, crashes and allocations with it);
+    `isolate=False`, or UD_DECODE_ISOLATION=0, or no fork, runs it in-process, checks included.
+    """
+
+    def __init__(self, limits: Limits | None = None, *, target: Target = partition_bytes,
+                 warm: bool = True, isolate: bool | None = None):
+        self.limits = limits or Limits.from_env()
+        self.target = target
+        self.warm = warm
+        self.isolate = (isolation_enabled() if isolate is None else isolate) and isolation_available()
+        self.warm_up_s: float | None = None
+
+    def __enter__(self) -> "IsolatedPartitioner":
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        reap_children(block=True)  # every child has replied or been killed: this waits milliseconds
+
+    def start(self) -> None:
+        if self.warm and self.isolate and self.warm_up_s is None:
+            self.warm_up_s = warm_up()
+
+    def partition(self, data: bytes, mime: str, config: DecoderConfig,
+                  filename: str | None = None) -> tuple[Partitioned, dict]:
+        """The document's Partitioned result and stats (wall_s, fork_overhead_ms, child_peak_rss_mb...).
+
+        Raises DecodeError/ConfigError as partition_bytes does, and DecodeError when a limit is hit;
+        the exception carries the same stats as `.stats`.
+        """
+        if not self.isolate:
+            started = time.perf_counter()
+            limits_module.check_input(data, mime, self.limits)
+            parted = self.target(data, mime, config, filename)
+            return parted, {"isolated": False, "wall_s": time.perf_counter() - started}
+        self.start()
+        return _run_in_child(self.target, self.limits, (data, mime, config, filename))
+
+
+_default: IsolatedPartitioner | None = None
+
+
+def default_partitioner() -> IsolatedPartitioner:
+    """The process's partitioner, with limits from the environment, warmed on first use."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = IsolatedPartitioner()
+        _default.start()
+        return _default
+
+
+def _run_in_child(target: Target, limits: Limits, args: tuple) -> tuple[Partitioned, dict]:
+    reap_children()
+    read_end, write_end = os.pipe()
+    for stream in (sys.stdout, sys.stderr):  # else the child would print their pending text again
+        stream.flush()
+    parent = os.getpid()
+    started = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # the child never returns from here
+        os.close(read_end)
+        _child(write_end, target, limits, args, parent)
+    os.close(write_end)
+    try:
+        message, timed_out = _read_message(read_end, pid, started + limits.timeout_s)
+    except BaseException:  # the parent was interrupted (KeyboardInterrupt...): no orphan
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
+    finally:
+        os.close(read_end)
+    reply = _decode(message)
+    status = 0
+    if reply is None:  # timed out, or died without replying: its exit status tells why
+        if timed_out:
+            os.kill(pid, signal.SIGKILL)
+        status, peak_kib = _wait(pid)
+    else:
+        # The child is exiting; tearing down its copy of the warm address space takes tens of
+        # milliseconds, so it is reaped later (next call, or on leaving the context).
+        _unreaped.add(pid)
+        peak_kib = reply["peak_rss_kib"]
+    wall = time.perf_counter() - started
+    stats = {
+        "isolated": True,
+        "wall_s": wall,
+        "child_peak_rss_mb": peak_kib / 1024 if peak_kib else None,  # includes pages shared with the parent
+        "child_private_mb": reply["private_mb"] if reply else None,  # what this document cost
+        "work_s": reply["work_s"] if reply else None,
+        "fork_overhead_ms": (wall - reply["work_s"]) * 1000 if reply else None,
+        "spawn_ms": (reply["begun_at"] - started) * 1000 if reply else None,  # fork until the child runs
+    }
+    if reply and reply["status"] == "ok":
+        return reply["value"], stats
+    error = _failure(reply, status, timed_out, limits)
+    error.stats = stats
+    raise error
+
+
+def _decode(message: bytes) -> dict | None:
+    try:
+        return pickle.loads(message) if message else None
+    except Exception:  # noqa: BLE001 - a garbled reply is a crash: the exit status tells more
+        return None
+
+
+def _wait(pid: int) -> tuple[int, int | None]:
+    """Exit status and peak RSS (KiB) of a finished child."""
+    try:
+        _, status, usage = os.wait4(pid, 0)
+        return status, usage.ru_maxrss
+    except ChildProcessError:  # reaped by someone else (SIGCHLD ignored): no status to read
+        return 0, None
+
+
+def reap_children(block: bool = False) -> None:
+    """Collect children that have replied and exited (all of them, waiting, when block)."""
+    for pid in list(_unreaped):
+        try:
+            done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _unreaped.discard(pid)
+
+
+def _read_message(fd: int, pid: int, deadline: float) -> tuple[bytes, bool]:
+    """The child's length-prefixed reply (b"" when it died first), and whether the deadline passed."""
+    buffer = bytearray()
+    poller = select.poll()  # not select(): no FD_SETSIZE limit in a process with many sockets
+    poller.register(fd, select.POLLIN)
+    while (message := _complete(buffer)) is None:
+        remaining = deadline - time.perf_counter()
+        if remaining <= 0:
+            return b"", True
+        if poller.poll(min(remaining, _POLL_S) * 1000):
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"", False  # EOF before a whole message: the child died
+            buffer += chunk
+        elif _exited(pid):
+            # It may have written its last bytes just before exiting: take what the pipe holds.
+            while poller.poll(0) and (chunk := os.read(fd, 1 << 20)):
+                buffer += chunk
+            return _complete(buffer) or b"", False
+    return message, False
+
+
+def _complete(buffer: bytearray) -> bytes | None:
+    if len(buffer) < _HEADER.size:
+        return None
+    end = _HEADER.size + _HEADER.unpack_from(buffer)[0]
+    return bytes(buffer[_HEADER.size:end]) if len(buffer) >= end else None
+
+
+def _exited(pid: int) -> bool:
+    """Whether the child has exited, without reaping it (wait4 collects its rusage later)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _failure(reply: dict | None, status: int, timed_out: bool, limits: Limits) -> Exception:
+    if timed_out:
+        return DecodeError(f"timed out after {limits.timeout_s:g} s (UD_DECODE_TIMEOUT_S)")
+    memory = f"exceeded the memory limit of {limits.memory_mb} MB (UD_DECODE_MEMORY_MB)"
+    if reply is not None:
+        if reply["status"] == "memory":
+            return DecodeError(memory)
+        return (ConfigError if reply["status"] == "config" else DecodeError)(reply["message"])
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        if number == signal.SIGKILL:  # not ours: the kernel's OOM killer
+            return DecodeError(memory)
+        if number == signal.SIGXCPU:
+            return DecodeError(f"used more than {_cpu_limit(limits)} s of CPU (UD_DECODE_TIMEOUT_S)")
+        return DecodeError(f"decoder crashed: killed by signal {number} ({signal.Signals(number).name})")
+    code = os.waitstatus_to_exitcode(status)
+    if code == _EXIT_MEMORY:
+        return DecodeError(memory)
+    return DecodeError(f"decoder crashed: exited with status {code} without a result")
+
+
+def _cpu_limit(limits: Limits) -> int:
+    # Backstop for a child whose parent vanished; several threads may burn CPU faster than wall time.
+    return math.ceil(limits.timeout_s) * (os.cpu_count() or 1) + 10
+
+
+def _child(fd: int, target: Target, limits: Limits, args: tuple, parent: int) -> None:
+    code = 0
+    try:
+        begun = time.perf_counter()
+        _enter_child(limits, parent)
+        reply = _child_work(target, limits, args)
+        reply["begun_at"] = begun  # perf_counter is CLOCK_MONOTONIC: comparable across fork
+        reply["work_s"] = time.perf_counter() - begun
+        reply["private_mb"] = _private_mb()
+        reply["peak_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        payload = _encode(reply)
+        _write_all(fd, _HEADER.pack(len(payload)) + payload)
+    except MemoryError:
+        code = _EXIT_MEMORY
+    except BaseException:  # noqa: BLE001 - nothing may escape into the parent's code
+        code = 70
+    finally:
+        for stream in (sys.stdout, sys.stderr):  # the parser's warnings
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001 - a closed stream must not keep the child alive
+                pass
+        os._exit(code)  # no atexit handlers, no finalizers of the parent's objects
+
+
+def _enter_child(limits: Limits, parent: int) -> None:
+    # Default dispositions: the parent's handlers (Dagster's SIGTERM...) are not ours to run.
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, signal.SIG_DFL)
+    # O(1): inherited objects move to the permanent generation, so the child's collections never
+    # write their GC headers (which would copy most of the parent's heap page by page).
+    gc.freeze()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        # GNU OpenMP's pool is dead after fork if the parent ever used it: the first parallel
+        # torch op would hang. One thread never touches the pool (tested: test_isolation).
+        torch.set_num_threads(1)
+    _die_with_parent(parent)
+    inherited = _vm_size()
+    if inherited is not None:
+        cap = inherited + limits.memory_mb * MiB
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    cpu = _cpu_limit(limits)  # SIGXCPU at the soft limit, SIGKILL at the hard one
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+
+
+def _child_work(target: Target, limits: Limits, args: tuple) -> dict:
+    data, mime, config, filename = args
+    try:
+        limits_module.check_input(data, mime, limits)
+        return {"status": "ok", "value": target(data, mime, config, filename)}
+    except MemoryError:
+        return {"status": "memory"}
+    except ConfigError as exc:
+        return {"status": "config", "message": str(exc)}
+    except DecodeError as exc:
+        if isinstance(exc.__cause__, MemoryError):  # partition_bytes wraps every parser failure
+            return {"status": "memory"}
+        return {"status": "error", "message": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - an injected target's failure, described as partition_bytes would
+        return {"status": "error", "message": f"{mime} could not be parsed: {type(exc).__name__}: {exc}"[:300]}
+
+
+def _encode(reply: dict) -> bytes:
+    try:
+        return pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError) as exc:  # this document's error
+        message = f"decoder result could not be sent: {type(exc).__name__}: {exc}"
+        return pickle.dumps({**reply, "status": "error", "value": None, "message": message})
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _die_with_parent(parent: int) -> None:
+    """PR_SET_PDEATHSIG: a child whose parent dies is killed rather than left running."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _vm_size() -> int | None:
+    """Bytes of address space the child inherited (torch and onnxruntime reserve a lot of it)."""
+    try:
+        with open("/proc/self/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _private_mb() -> float | None:
+    """Memory this document cost the child: pages it wrote or created, not those it shares."""
+    try:
+        with open("/proc/self/smaps_rollup", "rb") as handle:
+            private = [line for line in handle if line.startswith((b"Private_Clean:", b"Private_Dirty:"))]
+        return sum(int(line.split()[1]) for line in private) / 1024
+    except OSError:
+        return None

@@ -1,0 +1,221 @@
+"""Limits on one decode, and the cheap checks that turn a hopeless document away before parsing.
+
+`check_input` reads headers only (PDF cross-reference, ZIP central directory, OLE2 directory):
+no parser runs, so a zip bomb or a 100,000-page PDF is refused in milliseconds with a message
+naming the cause. What cannot be known from headers (a parser looping, memory ballooning) is
+the isolated child's job (isolation.py).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+from dataclasses import dataclass
+
+from . import detect
+from .model import ConfigError, DecodeError
+
+MiB = 1024 * 1024
+
+# A ZIP package with more members than this is a bomb, not a document: EPUBs with thousands of
+# pictures stay well below it.
+MAX_ZIP_ENTRIES = 20_000
+# XML compresses about 10:1 and a repetitive spreadsheet rarely beyond 100:1; above that *and*
+# big, the package is built to inflate.
+MAX_ZIP_RATIO = 100
+ZIP_RATIO_FLOOR = 256 * MiB
+# Archives inside archives (an XLSX embedded in a DOCX is depth 1).
+MAX_ZIP_DEPTH = 2
+MAX_NESTED_READ = 64 * MiB
+
+ZIP_KINDS = frozenset({detect.DOCX, detect.XLSX, detect.PPTX, detect.ODT, detect.EPUB})
+OOXML_PARTS = {detect.DOCX: "word/", detect.XLSX: "xl/", detect.PPTX: "ppt/"}
+_ZIP_SUFFIXES = (".zip", ".docx", ".xlsx", ".pptx", ".odt", ".ods", ".odp", ".epub", ".jar")
+OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 300.0
+    memory_mb: int = 4096  # what one document may add to the warm decoder's memory
+    max_bytes: int = 512 * MiB
+    max_pages: int = 5000
+
+    @classmethod
+    def from_env(cls, environ: dict | None = None) -> "Limits":
+        env = os.environ if environ is None else environ
+        default = cls()
+        return cls(
+            timeout_s=_positive(env, "UD_DECODE_TIMEOUT_S", default.timeout_s, float),
+            memory_mb=_positive(env, "UD_DECODE_MEMORY_MB", default.memory_mb, int),
+            max_bytes=_positive(env, "UD_DECODE_MAX_BYTES", default.max_bytes, int),
+            max_pages=_positive(env, "UD_DECODE_MAX_PAGES", default.max_pages, int),
+        )
+
+    @property
+    def max_unzipped_bytes(self) -> int:
+        """A package inflating beyond the memory allowance cannot be parsed within it."""
+        return self.memory_mb * MiB
+
+
+def _positive(env, name: str, default, kind):
+    raw = env.get(name)
+    if raw is None or not str(raw).strip():
+        return default
+    try:
+        value = kind(str(raw).strip())
+    except ValueError:
+        raise ConfigError(f"{name} must be a positive {kind.__name__}, not {raw!r}") from None
+    if value <= 0:
+        raise ConfigError(f"{name} must be a positive {kind.__name__}, not {raw!r}")
+    return value
+
+
+def check_input(data: bytes, mime: str, limits: Limits) -> None:
+    """Raise DecodeError when the document is empty, too big, mislabeled, encrypted or a bomb."""
+    if not data:
+        raise DecodeError("empty document (0 bytes)")
+    if len(data) > limits.max_bytes:
+        raise DecodeError(
+            f"document is {len(data)} bytes, above the limit of {limits.max_bytes} (UD_DECODE_MAX_BYTES)"
+        )
+    if mime == detect.PDF:
+        _check_pdf(data, limits)
+    elif mime in ZIP_KINDS:
+        _check_zip_kind(data, mime, limits)
+    elif mime == detect.XLS:
+        if data.startswith(OLE2_MAGIC) and _ole_encrypted_package(data):
+            raise DecodeError("XLS is password-protected")
+        if not data.startswith((OLE2_MAGIC, b"PK\x03\x04")):
+            _mislabeled(mime, data)
+    elif mime == detect.RTF:
+        if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
+            _mislabeled(mime, data)
+    elif mime.startswith("image/"):
+        if not detect.sniff(data).startswith("image/"):
+            _mislabeled(mime, data)
+    elif detect.is_text_kind(mime) or mime == detect.EML:
+        if _looks_binary(data):
+            _mislabeled(mime, data)
+
+
+def _label(mime: str) -> str:
+    suffix = detect.SUFFIXES.get(mime)
+    return suffix[1:].upper() if suffix else (mime or "unknown")
+
+
+def _mislabeled(mime: str, data: bytes) -> None:
+    actual = detect.sniff(data)
+    if actual == mime:  # libmagic agrees with the label: the bytes are damaged, not mislabeled
+        raise DecodeError(f"{_label(mime)} is damaged: its header is not that of a {_label(mime)}")
+    raise DecodeError(f"declared as {_label(mime)} but the bytes are {_label(actual)}")
+
+
+def _looks_binary(data: bytes) -> bool:
+    """Control bytes a text file never has; UTF-16/32 text (NULs between letters) excepted."""
+    sample = data[:8192]
+    if sample.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
+        return False
+    nuls = sample.count(b"\x00")
+    if nuls > len(sample) // 4 and max(sample[0::2].count(b"\x00"), sample[1::2].count(b"\x00")) > 0.9 * nuls:
+        return False  # BOM-less UTF-16: the NULs sit on one side of each code unit
+    controls = sum(sample.count(bytes([b])) for b in (*range(0, 9), *range(14, 27), *range(28, 32)))
+    return controls > len(sample) * 0.05
+
+
+def _check_pdf(data: bytes, limits: Limits) -> None:
+    if b"%PDF" not in data[:1024]:  # the header may follow up to 1 KiB of junk
+        _mislabeled(detect.PDF, data)
+    import pypdfium2 as pdfium
+
+    try:
+        pdf = pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        if "password" in str(exc).lower():
+            raise DecodeError("PDF is password-protected") from None
+        return  # damaged: pdfminer is more lenient than PDFium, let the parser try
+    try:
+        pages = len(pdf)
+    finally:
+        pdf.close()
+    _check_pages(pages, "PDF", limits)
+
+
+def _check_pages(pages: int, label: str, limits: Limits) -> None:
+    if pages > limits.max_pages:
+        raise DecodeError(f"{label} has {pages} pages, above the limit of {limits.max_pages} (UD_DECODE_MAX_PAGES)")
+
+
+def _check_zip_kind(data: bytes, mime: str, limits: Limits) -> None:
+    label = _label(mime)
+    if data.startswith(OLE2_MAGIC) and mime in OOXML_PARTS:
+        if _ole_encrypted_package(data):  # Office wraps an encrypted OOXML package in OLE2
+            raise DecodeError(f"{label} is password-protected")
+        _mislabeled(mime, data)
+    if not data.startswith(b"PK\x03\x04"):
+        _mislabeled(mime, data)
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile as exc:
+        raise DecodeError(f"{label} is not a readable ZIP package ({exc})") from None
+    with archive:
+        _check_zip_bomb(archive, label, limits, depth=0, budget=[limits.max_unzipped_bytes])
+        names = set(archive.namelist())
+        if any(info.flag_bits & 0x1 for info in archive.infolist()):
+            raise DecodeError(f"{label} is password-protected")
+        expected = OOXML_PARTS.get(mime)
+        if expected and not any(name.startswith(expected) for name in names):
+            found = [kind for kind, part in OOXML_PARTS.items() if any(n.startswith(part) for n in names)]
+            actual = found[0] if found else "application/zip"
+            raise DecodeError(f"declared as {label} but the bytes are {_label(actual)}")
+        if mime == detect.ODT and _odf_encrypted(archive, names):
+            raise DecodeError(f"{label} is password-protected")
+        if mime == detect.PPTX:
+            slides = [n for n in names if n.startswith("ppt/slides/slide") and n.endswith(".xml")]
+            _check_pages(len(slides), "PPTX", limits)
+
+
+def _check_zip_bomb(archive: zipfile.ZipFile, label: str, limits: Limits, depth: int, budget: list[int]) -> None:
+    """Sizes from the central directory (no inflating), archives inside archives included."""
+    infos = archive.infolist()
+    if len(infos) > MAX_ZIP_ENTRIES:
+        raise DecodeError(f"{label} is a zip bomb: {len(infos)} entries (more than {MAX_ZIP_ENTRIES})")
+    total = sum(info.file_size for info in infos)
+    packed = sum(info.compress_size for info in infos) or 1
+    budget[0] -= total
+    if budget[0] < 0:
+        raise DecodeError(
+            f"{label} is a zip bomb: it inflates beyond {limits.max_unzipped_bytes // MiB} MB "
+            f"(derived from UD_DECODE_MEMORY_MB)"
+        )
+    if total > ZIP_RATIO_FLOOR and total / packed > MAX_ZIP_RATIO:
+        raise DecodeError(f"{label} is a zip bomb: {total // MiB} MB compressed {total // packed}:1")
+    for info in infos:
+        if not info.filename.lower().endswith(_ZIP_SUFFIXES) or info.file_size > MAX_NESTED_READ:
+            continue  # a huge nested member is already counted in the total above
+        if depth + 1 > MAX_ZIP_DEPTH:
+            raise DecodeError(f"{label} is a zip bomb: archives nested deeper than {MAX_ZIP_DEPTH}")
+        try:
+            inner = zipfile.ZipFile(io.BytesIO(archive.read(info)))
+        except (zipfile.BadZipFile, RuntimeError, NotImplementedError):
+            continue  # not a ZIP after all (or encrypted): the parser never opens it either
+        with inner:
+            _check_zip_bomb(inner, label, limits, depth + 1, budget)
+
+
+def _ole_encrypted_package(data: bytes) -> bool:
+    import olefile
+
+    try:
+        with olefile.OleFileIO(io.BytesIO(data)) as ole:
+            return ole.exists("EncryptedPackage")
+    except OSError:
+        return False
+
+
+def _odf_encrypted(archive: zipfile.ZipFile, names: set[str]) -> bool:
+    manifest = "META-INF/manifest.xml"
+    if manifest not in names or archive.getinfo(manifest).file_size > 4 * MiB:
+        return False
+    return b"encryption-data" in archive.read(manifest)
