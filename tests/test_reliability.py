@@ -167,3 +167,36 @@ def test_object_store_stopped_mid_materialization_then_back_converges(private_mi
         assert len(images) == expected_images
         assert all(lib.get_content(c.id) for c in sections + images)
     assert stored_objects(resource) <= referenced_objects(lib)
+
+
+def test_hostile_documents_fail_alone_with_a_named_cause_and_change_nothing(librarian_resource, instance):
+    from tests.decoding.test_limits import _declaring, _package
+
+    docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    bomb = _declaring(_package({"[Content_Types].xml": b"<Types/>", "word/document.xml": bytes(200_000)}),
+                      "word/document.xml", 2 * 1024**3)
+    hostile = {
+        "bomb.docx": (bomb, docx, "zip bomb"),
+        "locked.pdf": (docgen.pdf_encrypted(), "application/pdf", "password"),
+        "lying.pdf": (docgen.docx_with_headings_table_picture(), "application/pdf", "declared as"),
+        "noise.docx": (docgen.random_bytes(), docx, "declared as"),
+        "truncated.pdf": (docgen.pdf_truncated(), "application/pdf", "could not be parsed"),
+        "nested.html": (b"<html><body>" + b"<div>" * 100_000 + b"deep" + b"</div>" * 100_000 + b"</body></html>",
+                        "text/html", None),
+    }
+    lib = librarian_resource.get()
+    upload(lib, {"good.md": (docgen.markdown(), "text/markdown")})
+    upload(lib, {k: (data, kind) for k, (data, kind, _) in hostile.items()})
+    keys = sorted(["good.md", *hostile])
+    run(librarian_resource, instance, keys)
+    assert lib.get_generation("good.md") is not None
+    failures = {f.document_id: f.error for f in lib.list_failures()}
+    for doc_id, (_data, _kind, cause) in hostile.items():
+        if cause is None:  # deeply nested HTML: bounded, either decoded or refused, never a crash
+            assert doc_id in failures or lib.get_generation(doc_id) is not None
+            continue
+        assert cause in failures[doc_id].lower(), (doc_id, failures[doc_id])
+        assert lib.list_children(doc_id) == []
+    decoded = [k for k in keys if lib.get_generation(k)]
+    assert lib.triples.count(collection=lib.collection) == len(
+        set().union(*(document_quads(lib.triples, k, lib.collection) for k in decoded)))

@@ -294,6 +294,7 @@ def _elements(librarian, info: DocumentInfo, config, meta, run_partition: bool, 
         "notes": "; ".join(info.notes),
         "unstructured_version": info.unstructured_version,
         "partition_s": round(elapsed, 3),
+        **{f"decoder_{k}": round(v, 3) for k, v in info.stats.items()},
         "elements_object_id": str(object_id),
         "json_bytes": len(payload),
     }

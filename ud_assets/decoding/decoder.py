@@ -28,7 +28,7 @@ from .model import (
     PlacedElement,
     Section,
 )
-from .partitioning import partition_bytes, unstructured_version
+from .partitioning import unstructured_version
 
 PAGE_LABELS = {detect.PDF: "Page", detect.PPTX: "Slide", detect.XLSX: "Sheet", detect.XLS: "Sheet"}
 
@@ -60,9 +60,13 @@ def describe_document(
 
 def partition_document(data: bytes, info: DocumentInfo, config: DecoderConfig, filename: str | None = None) -> list[Element]:
     """unstructured's elements (plus images found without it); records the strategy used on info."""
-    parted = partition_bytes(data, info.mime_type, config, filename)
+    from .isolation import default_partitioner
+
+    # Each document is parsed in a child forked from a warm process, with time and memory limits.
+    parted, stats = default_partitioner().partition(data, info.mime_type, config, filename)
     info.strategy_used = parted.strategy_used
     info.notes.extend(parted.notes)
+    info.stats.update({k: v for k, v in stats.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
     return parted.elements
 
 

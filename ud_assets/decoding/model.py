@@ -169,6 +169,7 @@ class DocumentInfo:
     strategy_used: str
     fingerprint: str
     notes: list[str] = field(default_factory=list)
+    stats: dict[str, float] = field(default_factory=dict)  # of the isolated parse: peak RSS, fork overhead...
 
 
 @dataclass
