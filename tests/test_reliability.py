@@ -200,3 +200,53 @@ def test_hostile_documents_fail_alone_with_a_named_cause_and_change_nothing(libr
     decoded = [k for k in keys if lib.get_generation(k)]
     assert lib.triples.count(collection=lib.collection) == len(
         set().union(*(document_quads(lib.triples, k, lib.collection) for k in decoded)))
+
+
+def _cassandra(action: str) -> None:
+    """Stop or start the shared test Cassandra itself (the real process), as an outage would."""
+    script = {"stop": "source scripts/services/lib.sh && source scripts/services/cassandra.sh && cassandra_stop",
+              "start": "scripts/services/up.sh"}[action]
+    subprocess.run(["bash", "-c", script], cwd=REPO, check=True, stdout=subprocess.DEVNULL, timeout=300)
+
+
+def test_cassandra_stopped_mid_materialization_then_back_converges(instance, graph_cassandra_run, monkeypatch):
+    import ud_assets.pipeline as pipeline
+
+    if graph_cassandra_run.error:
+        pytest.fail(graph_cassandra_run.error, pytrace=False)
+    resource = LibrarianResource(backend="cassandra", workspace=graph_cassandra_run.new_workspace(),
+                                 bucket=graph_cassandra_run.bucket)
+    lib = resource.get()
+    upload(lib, {"report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
+                 "notes.md": (docgen.markdown(), "text/markdown")})
+    real_store_images = pipeline._store_images
+
+    def store_images_without_cassandra(*args, **kwargs):
+        _cassandra("stop")
+        return real_store_images(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "_store_images", store_images_without_cassandra)
+    try:
+        result = run(resource, instance, ["notes.md", "report.pdf"])
+    finally:
+        _cassandra("start")
+    assert not result.success
+    [failure] = result.get_step_failure_events()
+    assert "Cassandra at 127.0.0.1" in failure.step_failure_data.error.message
+
+    monkeypatch.setattr(pipeline, "_store_images", real_store_images)
+    deadline = time.time() + 60
+    while True:  # the driver reconnects by itself once the server is back
+        try:
+            lib.exists("notes.md")
+            break
+        except Exception:
+            assert time.time() < deadline, "no reconnection to Cassandra"
+            time.sleep(1)
+    assert run(resource, instance, ["notes.md", "report.pdf"], raise_on_error=True).success
+    for doc_id in ("notes.md", "report.pdf"):
+        sections, images = children_tree(lib, doc_id)
+        tag = GENERATION_TAG + lib.get_generation(doc_id).fingerprint
+        assert sections and all(tag in c.tags for c in sections + images)
+    assert len(children_tree(lib, "report.pdf")[1]) == 3
+    assert stored_objects(resource) >= {str(c.object_id) for c in lib.list_documents(include_children=True)}
