@@ -197,3 +197,17 @@ def test_ud_failures_lists_the_ledger(tmp_path, instance, monkeypatch, capsys):
     assert main(["failures"]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("broken.pdf\t") and "deterministic" in line and "could not be parsed" in line
+
+
+def test_an_oversize_document_is_refused_without_reading_it(tmp_path, instance, monkeypatch):
+    from resources.dagster_resources import LibrarianResource
+
+    monkeypatch.setenv("UD_DECODE_MAX_BYTES", "1000")
+    resource = LibrarianResource(backend="embedded", home=str(tmp_path / "ud"))
+    lib = resource.get()
+    keys = upload(lib, {"large.md": (b"# Large\n\n" + b"word " * 1000, "text/markdown")})
+    reads = []
+    monkeypatch.setattr(type(lib), "get_content", lambda self, doc_id: reads.append(doc_id) or b"")
+    run(resource, instance, keys)
+    assert reads == []
+    assert "above the limit of 1000 (UD_DECODE_MAX_BYTES)" in lib.get_failure("large.md").error

@@ -267,6 +267,11 @@ def _elements(librarian, info: DocumentInfo, config, meta, run_partition: bool, 
         stored = json.loads(payload)
         info.strategy_used = stored["strategy_used"]
         return [element_from_json(e) for e in stored["elements"]]
+    from ud_assets.decoding.limits import Limits
+
+    limits = Limits.from_env()
+    if meta.size > limits.max_bytes:  # refused before a byte is read: never hold a huge object in memory
+        raise DecodeError(f"document is {meta.size} bytes, above the limit of {limits.max_bytes} (UD_DECODE_MAX_BYTES)")
     progress(f"partitioning {info.id} ({info.mime_type}, {meta.size} bytes)")
     data = librarian.get_content(info.id)
     started = time.perf_counter()
