@@ -1,0 +1,237 @@
+"""The benchmark's own arithmetic: ratios, verdicts, table formatting, corpus counts (no timing, no real run)."""
+
+import pytest
+
+from ud_assets.bench import compute, document_keys, pick_large_pdf, pick_upload_file
+from ud_assets.benchmarking.processes import cold_partition_command
+from ud_assets.benchmarking import corpus, report
+from ud_assets.benchmarking.workers import generated_quads, range_tags, raw_kwargs
+
+SUPPORTED = {"PDF", "DOCX", "PPTX", "XLSX", "XLS", "HTML", "Markdown", "TXT", "CSV", "TSV", "RST", "RTF", "ODT",
+             "EPUB", "EML"}
+
+
+# -- ratios and verdicts ---------------------------------------------------------------------
+
+
+def test_ratio_and_rate():
+    assert report.ratio(5.0, 4.0) == 1.25
+    assert report.ratio(None, 4.0) is None and report.ratio(5.0, None) is None
+    assert report.ratio(5.0, 0.0) is None and report.ratio(5.0, -1.0) is None
+    assert report.rate(50_000, 10.0) == 5000.0
+
+
+def test_median_and_spread_ignore_missing_samples():
+    assert report.median([3.0, None, 1.0, 2.0]) == 2.0
+    assert report.median([None]) is None
+    assert report.spread([2.0]) is None
+    assert report.spread([1.0, 2.0, 3.0]) == pytest.approx(1.0)  # (3 - 1) / 2
+
+
+@pytest.mark.parametrize(("kind", "limit", "value", "verdict"), [
+    ("max", 1.25, 1.25, "PASS"),  # the bound itself passes
+    ("max", 1.25, 1.2501, "FAIL"),
+    ("min", 5000, 5000, "PASS"),
+    ("min", 5000, 4999.9, "FAIL"),
+    ("max", 1.5, None, "n/a"),
+])
+def test_target_verdicts_at_the_bounds(kind, limit, value, verdict):
+    assert report.Target("x", kind, limit, "").verdict(value) == verdict
+
+
+def test_the_four_targets_of_the_issue():
+    targets = {t.figure: (t.kind, t.limit) for t in report.TARGETS}
+    assert targets == {"graph_vs_raw": ("max", 1.25), "upload_vs_cold": ("max", 1.5),
+                       "large_pdf_rss_ratio": ("max", 1.5), "triples_per_s": ("min", 5000)}
+
+
+def test_figures_and_verdicts():
+    verdicts = report.figures_and_verdicts({
+        "graph_s": 12.0, "raw_warm_s": 10.0,  # 1.2 -> PASS
+        "upload_to_triples_s": 9.0, "cold_partition_s": 5.0,  # 1.8 -> FAIL
+        "large_pdf_graph_peak_rss_mb": 900.0, "large_pdf_bare_peak_rss_mb": 600.0,  # 1.5 -> PASS
+        "triples_per_s": 4000.0,  # FAIL
+    })
+    assert {k: v["verdict"] for k, v in verdicts.items()} == {
+        "graph_vs_raw": "PASS", "upload_vs_cold": "FAIL", "large_pdf_rss_ratio": "PASS", "triples_per_s": "FAIL"}
+    assert verdicts["graph_vs_raw"]["value"] == pytest.approx(1.2)
+    assert verdicts["upload_vs_cold"]["value"] == pytest.approx(1.8)
+    assert verdicts["large_pdf_rss_ratio"]["target"] == "<= 1.5"
+    assert verdicts["triples_per_s"]["target"] == ">= 5000"
+
+
+def test_missing_figures_give_no_verdict():
+    verdicts = report.figures_and_verdicts({"graph_s": 3.0})
+    assert {v["verdict"] for v in verdicts.values()} == {"n/a"}
+
+
+def test_compute_takes_medians_and_measures_from_launch(tmp_path):
+    paths = {"a.pdf": tmp_path / "a.pdf", "b.md": tmp_path / "b.md"}
+    raw = [{"loop_s": s, "done_at": 100.0 + t, "files": [{"file": "a.pdf", "s": 2.0}, {"file": "b.md", "s": 0.5}],
+            "process": {"launched_at": 100.0, "peak_rss_mb": rss, "loadavg_before": (0.2, 0, 0)}}
+           for s, t, rss in ((10.0, 20.0, 500.0), (12.0, 22.0, 520.0), (11.0, 30.0, 510.0))]
+    graph = [{"corpus": {"run_s": s, "done_at": 200.0 + t, "document_s": {"a.pdf": 3.0, "b.md": 0.5}},
+              "process": {"launched_at": 200.0, "peak_rss_mb": 700.0, "loadavg_before": (0.2, 0, 0)}}
+             for s, t in ((13.0, 30.0), (14.0, 33.0), (12.0, 31.0))]
+    upload = [{"done_at": 300.0 + t, "process": {"launched_at": 300.0, "loadavg_before": (0.2, 0, 0)}} for t in (10.0, 9.0, 11.0)]
+    cold = [{"process": {"wall_s": w, "loadavg_before": (0.2, 0, 0)}} for w in (6.0, 5.0, 7.0)]
+    large_graph = {"corpus": {"run_s": 40.0}, "process": {"peak_rss_mb": 900.0, "loadavg_before": (0.2, 0, 0),
+                                                           "tree_peak_pss_mb": 700.0}}
+    large_bare = {"process": {"peak_rss_mb": 800.0, "loadavg_before": (0.2, 0, 0), "tree_peak_pss_mb": 400.0}}
+    triples = {"quads": 49_999, "insert_s": 5.0}
+    out = compute({"raw": raw, "graph": graph, "upload": upload, "cold": cold}, large_graph, large_bare, triples,
+                  {"files": 2}, paths)
+    f = out["figures"]
+    assert (f["raw_warm_s"], f["graph_s"], f["raw_total_s"], f["graph_total_s"]) == (11.0, 13.0, 22.0, 31.0)
+    assert (f["upload_to_triples_s"], f["cold_partition_s"]) == (10.0, 6.0)
+    assert f["raw_peak_rss_mb"] == 520.0 and f["graph_peak_rss_mb"] == 700.0
+    assert f["triples_per_s"] == pytest.approx(9999.8)
+    assert f["graph_vs_raw_including_startup"] == pytest.approx(31 / 22)
+    assert f["large_pdf_pss_ratio"] == pytest.approx(1.75)
+    verdicts = {k: v["verdict"] for k, v in out["targets"].items()}
+    assert verdicts == {"graph_vs_raw": "PASS", "upload_vs_cold": "FAIL", "large_pdf_rss_ratio": "PASS",
+                        "triples_per_s": "PASS"}
+    assert out["per_file"][0] == {"file": "a.pdf", "raw_s": 2.0, "graph_document_s": 3.0, "ratio": 1.5}
+    assert out["samples"]["spread"]["graph_s"] == pytest.approx(2 / 13)
+    assert not any("busy" in n for n in out["notes"])
+
+
+# -- the table -------------------------------------------------------------------------------
+
+
+def test_number_formatting():
+    assert report.fmt(None) == "n/a"
+    assert report.fmt(1234567.8, "/s") == "1,234,568/s"
+    assert report.fmt(123.456, " s") == "123.5 s"
+    assert report.fmt(1.2345, "x") == "1.23x"
+    assert report.fmt(50_000) == "50,000"
+
+
+def test_table_rows_end_with_the_four_verdicts():
+    figures = {"graph_s": 12.5, "raw_warm_s": 10.0, "upload_to_triples_s": 3.0, "cold_partition_s": 2.0,
+               "large_pdf_graph_peak_rss_mb": 600.0, "large_pdf_bare_peak_rss_mb": 500.0, "triples_per_s": 6000.0}
+    rows = report.table_rows(figures, report.figures_and_verdicts(figures))
+    assert len(rows) == len(report.ROWS) + 4
+    assert [r[3] for r in rows[-4:]] == ["PASS", "PASS", "PASS", "PASS"]
+    assert rows[-4][1:] == ("1.25x", "<= 1.25x", "PASS")
+    assert rows[-1][1:] == ("6,000/s", ">= 5000", "PASS")
+    assert all(r[2] == r[3] == "" for r in rows[:-4])
+
+
+def test_table_columns_are_aligned():
+    rows = [("a", "1.00 s", "", ""), ("longer figure", "12.00 s", "<= 1.25x", "FAIL")]
+    lines = report.format_table(rows).splitlines()
+    assert lines[0].split() == ["figure", "value", "target", "verdict"]
+    assert set(lines[1].replace(" ", "")) == {"-"}
+    value_column = lines[0].index("value")
+    assert lines[2][value_column:].startswith("1.00 s") and lines[3][value_column:].startswith("12.00 s")
+
+
+def test_markdown_table():
+    text = report.markdown_table([("a|b", "1", "<= 2", "PASS")])
+    assert text.splitlines() == ["| figure | value | target | verdict |", "|---|---|---|---|", "| a\\|b | 1 | <= 2 | PASS |"]
+
+
+# -- the corpus ------------------------------------------------------------------------------
+
+
+def test_default_corpus_covers_every_supported_format_with_300_pdf_pages():
+    specs = corpus.plan()
+    summary = corpus.summary(specs)
+    assert set(summary["formats"]) == SUPPORTED and summary["format_count"] == 15
+    assert summary["files"] == 16 and summary["pdf_files"] == 2
+    assert summary["pdf_pages"] == 305
+    large = [s for s in specs if s.name == corpus.LARGE_PDF]
+    assert large and large[0].pages == 300
+    assert len({s.name for s in specs}) == len(specs)
+
+
+def test_corpus_plan_scales_with_the_large_pdf():
+    assert corpus.summary(corpus.plan(12))["pdf_pages"] == 17
+    with pytest.raises(ValueError):
+        corpus.plan(0)
+
+
+def test_generated_corpus_matches_its_plan(tmp_path):
+    written = corpus.generate(tmp_path, large_pdf_pages=12)
+    assert [w["name"] for w in written] == [s.name for s in corpus.plan(12)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(w["name"] for w in written)
+    assert all(w["bytes"] == (tmp_path / w["name"]).stat().st_size > 0 for w in written)
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(str(tmp_path / corpus.LARGE_PDF))
+    try:
+        assert len(pdf) == 12
+        images = sum(1 for page in pdf for obj in page.get_objects() if obj.type == 3)  # FPDF_PAGEOBJ_IMAGE
+    finally:
+        pdf.close()
+    assert images == 12 // corpus.IMAGE_EVERY
+    assert corpus.pdf_document(3, "T") == corpus.pdf_document(3, "T")  # deterministic bytes
+
+
+def test_picking_the_large_pdf_and_the_upload(tmp_path):
+    for name, size in (("a.pdf", 10), ("big.pdf", 500), ("huge.docx", 900), ("m.md", 50), ("t.txt", 20)):
+        (tmp_path / name).write_bytes(b"x" * size)
+    paths = sorted(tmp_path.iterdir())
+    large = pick_large_pdf(paths)
+    assert large.name == "big.pdf"
+    assert pick_upload_file(paths, large).name == "m.md"  # the median of the others by size
+    (tmp_path / corpus.UPLOAD_FILE).write_bytes(b"x")
+    assert pick_upload_file(sorted(tmp_path.iterdir()), large).name == corpus.UPLOAD_FILE
+
+
+def test_document_keys_replace_names_dagster_refuses(tmp_path):
+    paths = [tmp_path / "ok.pdf", tmp_path / "a,b.md", tmp_path / "x[1].txt"]
+    keys = document_keys(paths)
+    assert list(keys) == ["ok.pdf", "doc-0001.md", "doc-0002.txt"]
+    assert keys["doc-0001.md"] == paths[1]
+
+
+# -- what the workers are given --------------------------------------------------------------
+
+
+def test_range_tags():
+    assert range_tags(["a"]) == {"dagster/partition": "a"}
+    assert range_tags(["a", "b", "c"]) == {"dagster/asset_partition_range_start": "a",
+                                           "dagster/asset_partition_range_end": "c"}
+
+
+def test_only_emails_get_extra_partition_arguments():
+    assert raw_kwargs("/x/message.eml") == {"process_attachments": False}
+    assert raw_kwargs("/x/report.pdf") == {}
+    command = cold_partition_command("/x/message.eml")
+    assert command[1] == "-c" and "process_attachments=False" in command[2] and "strategy='fast'" in command[2]
+
+
+def test_generated_quads_count_and_shape():
+    quads = generated_quads(25)
+    assert len(quads) == 25 and len({(q.s, q.p) for q in quads}) == 25
+    assert len({q.s for q in quads}) == 3  # 10 quads per entity
+    assert {q.g for q in quads} == {"urn:graph:source"}
+    assert any(q.o.is_iri for q in quads) and any(q.o.datatype for q in quads)
+
+
+# -- where the graph's time went -------------------------------------------------------------
+
+
+def test_breakdown_sums_stage_timings_and_attributes_the_rest():
+    timings = {
+        "big.pdf": {"sections.partition_s": 10.5, "elements.partition_s": 9.6, "elements.decoder_wall_s": 9.5,
+                    "elements.decoder_work_s": 9.0, "sections.sections_s": 2.0, "images.store_s": 0.5,
+                    "provenance_triples.store_s": 1.0, "chunks.chunk_s": 3.0},
+        "a.md": {"sections.partition_s": 0.3, "elements.partition_s": 0.2, "sections.sections_s": 0.1,
+                 "chunks.chunk_s": 0.1},  # decoded without isolation: no decoder_* timings
+    }
+    parts = report.breakdown(timings, {"big.pdf": 17.5, "a.md": 0.6}, run_s=20.0)
+    assert parts == pytest.approx({"decode": 9.2, "isolation": 0.5, "elements_other": 1.1, "sections": 2.1,
+                                   "images": 0.5, "provenance_triples": 1.0, "chunks": 3.1, "other_in_document": 0.6,
+                                   "dagster": 1.9})
+    assert sum(parts.values()) == pytest.approx(20.0)  # the parts cover the whole run
+    assert [k for k, _ in report.BREAKDOWN] == list(parts)
+
+
+def test_breakdown_never_goes_negative_and_formats_percentages():
+    parts = report.breakdown({"x": {"elements.partition_s": 5.0}}, {"x": 4.0}, run_s=3.0)
+    assert parts["other_in_document"] == 0.0 and parts["dagster"] == 0.0
+    text = report.format_breakdown({"decode": 5.0, "dagster": 5.0}, total=10.0)
+    assert "decode" in text and " 50.0 %" in text and len(text.splitlines()) == len(report.BREAKDOWN)

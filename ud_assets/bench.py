@@ -1,0 +1,373 @@
+"""`make bench`: the asset graph against the bare library, on real MinIO + Cassandra.
+
+    python -m ud_assets.bench [--corpus DIR] [--out FILE] [--repeat N]
+
+Every figure comes from a fresh subprocess (ud_assets.benchmarking.workers), timed from its launch
+on the system-wide monotonic clock, its peak RSS read with os.wait4:
+
+- raw_warm_s: unstructured's partition(filename=F, strategy="fast") over every file in one warm
+  process (one warm-up call first, not timed): the floor for this library.
+- graph_s: the decode_documents job (document → … → provenance_triples) over all files as one
+  batched run (partition range, in-process executor, UD_BATCH_SIZE covering all files) against a
+  fresh workspace and bucket, in a warm worker: the same process first ran the graph over the
+  warm-up document alone (the graph's warm-up call). graph_total_s / raw_total_s compare the same
+  two processes including their start-up (interpreter, imports, warm-up).
+- upload_to_triples_s: a new upload through the sensor path (add_document → librarian_uploads
+  evaluated with build_sensor_context → the requested run executed → triples queryable) in a fresh
+  process, against cold_partition_s: `python -c "...partition(filename=F, strategy='fast')"`.
+- peak RSS of the graph on the large PDF vs bare partition() on it, each in its own process.
+- triples_per_s: generated quads inserted with the project's Cassandra triple store.
+
+Targets: graph_s / raw_warm_s <= 1.25; upload_to_triples_s / cold_partition_s <= 1.5; large-PDF
+peak RSS graph / bare <= 1.5; triples_per_s >= 5000. All figures go to --out as JSON; a short table
+is printed. Everything the run created on the servers (workspaces, keyspaces, bucket) is removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from importlib.metadata import version
+from pathlib import Path
+
+from ud_assets.benchmarking import corpus as corpus_mod
+from ud_assets.benchmarking import report
+from ud_assets.benchmarking.processes import CHILD_ENV, Runner, cold_partition_command
+from ud_assets.benchmarking.services import Footprint
+
+BUSY_LOAD = 1.0  # a 1-minute load average above this before a measurement marks it as possibly noisy
+
+
+def log(message: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# -- the corpus ------------------------------------------------------------------------------
+
+
+def document_keys(paths: list[Path]) -> dict[str, Path]:
+    """Partition keys (= librarian ids) for files: the file name, or doc-NNNN.ext when Dagster refuses it."""
+    from ud_assets.partitions import partition_key_problem
+
+    keys: dict[str, Path] = {}
+    for index, path in enumerate(paths):
+        key = path.name
+        if partition_key_problem(key) or key in keys:
+            key = f"doc-{index:04d}{path.suffix}"
+        keys[key] = path
+    return keys
+
+
+def pick_large_pdf(paths: list[Path]) -> Path:
+    pdfs = [p for p in paths if p.suffix.lower() == ".pdf"]
+    return max(pdfs or paths, key=lambda p: p.stat().st_size)
+
+
+def pick_upload_file(paths: list[Path], large: Path) -> Path:
+    named = [p for p in paths if p.name == corpus_mod.UPLOAD_FILE]
+    if named:
+        return named[0]
+    others = sorted((p for p in paths if p != large), key=lambda p: p.stat().st_size) or [large]
+    return others[len(others) // 2]
+
+
+def describe_corpus(paths: list[Path], generated: list[dict] | None, source: str) -> dict:
+    if generated:
+        specs = [corpus_mod.FileSpec(f["name"], f["format"], f["pages"]) for f in generated]
+        files = generated
+    else:
+        files = [{"name": p.name, "bytes": p.stat().st_size, "pdf_pages": _pdf_pages(p)} for p in paths]
+        specs = [corpus_mod.FileSpec(p.name, p.suffix.lstrip(".").upper() or "?", _pdf_pages(p)) for p in paths]
+    return {"source": source, **corpus_mod.summary(specs), "bytes": sum(p.stat().st_size for p in paths), "files_detail": files}
+
+
+def _pdf_pages(path: Path) -> int:
+    if path.suffix.lower() != ".pdf":
+        return 0
+    try:
+        import pypdfium2 as pdfium
+
+        pdf = pdfium.PdfDocument(str(path))
+        try:
+            return len(pdf)
+        finally:
+            pdf.close()
+    except Exception:  # noqa: BLE001
+        return 0
+
+
+# -- the benchmark ---------------------------------------------------------------------------
+
+
+def measure(args, workdir: Path, footprint: Footprint) -> dict:
+    if args.corpus:
+        folder = Path(args.corpus)
+        generated = None
+        source = str(folder.resolve())
+    else:
+        folder = workdir / "corpus"
+        log(f"generating the corpus ({args.large_pdf_pages}-page large PDF) in {folder}")
+        generated = corpus_mod.generate(folder, args.large_pdf_pages)
+        source = "generated (ud_assets.benchmarking.corpus)"
+    paths = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    if not paths:
+        raise SystemExit(f"no files in {folder}")
+    warmup = corpus_mod.write_warmup(workdir)
+    keys = document_keys(paths)
+    large = pick_large_pdf(paths)
+    upload_file = pick_upload_file(paths, large)
+    key_of = {path: key for key, path in keys.items()}
+    corpus_info = describe_corpus(paths, generated, source)
+    corpus_info.update({"large_pdf": large.name, "large_pdf_pages": _pdf_pages(large), "upload_file": upload_file.name,
+                        "warmup_file": f"{warmup.name} (1-page PDF, not part of the corpus)"})
+    log(f"corpus: {corpus_info['files']} files, {corpus_info['format_count']} formats, "
+        f"{corpus_info['pdf_pages']} PDF pages, {corpus_info['bytes']:,} bytes")
+
+    env = {**os.environ, **CHILD_ENV, "UD_BATCH_SIZE": str(len(keys) + 1)}
+    env.pop("UD_WORKSPACE", None)
+    runner = Runner(workdir, env)
+    samples: dict[str, list] = {"raw": [], "graph": [], "upload": [], "cold": []}
+    warmup_key = "ud-bench-warmup.pdf"  # its own workspace, and a name no corpus file is likely to have
+
+    for round_ in range(1, args.repeat + 1):
+        suffix = f" (round {round_}/{args.repeat})" if args.repeat > 1 else ""
+        log(f"raw: partition() over {len(paths)} files in one warm process{suffix}")
+        samples["raw"].append(runner.worker("raw", {"files": [str(p) for p in paths], "warmup": str(warmup)}))
+
+        ws_warm, ws_graph = footprint.workspace(f"gw{round_}"), footprint.workspace(f"g{round_}")
+        footprint.upload(ws_warm, {warmup_key: warmup})
+        footprint.upload(ws_graph, keys)
+        log(f"graph: decode_documents over {len(keys)} partitions, one batched run{suffix}")
+        samples["graph"].append(runner.worker("graph", {
+            "workspace": ws_graph, "bucket": footprint.bucket, "keys": list(keys),
+            "warmup_workspace": ws_warm, "warmup_key": warmup_key}, dagster=True))
+
+        log(f"cold: python -c partition({upload_file.name}){suffix}")
+        samples["cold"].append(runner.command("cold_partition", cold_partition_command(str(upload_file))))
+        ws_upload = footprint.workspace(f"u{round_}")
+        log(f"upload: {upload_file.name} through the librarian_uploads sensor until its triples are queryable{suffix}")
+        samples["upload"].append(runner.worker("upload", {
+            "workspace": ws_upload, "bucket": footprint.bucket, "file": str(upload_file), "key": key_of[upload_file]},
+            dagster=True))
+
+    ws_large = footprint.workspace("large")
+    footprint.upload(ws_large, {key_of[large]: large})
+    log(f"memory: graph on {large.name} alone")
+    large_graph = runner.worker("graph", {"workspace": ws_large, "bucket": footprint.bucket, "keys": [key_of[large]],
+                                          "warmup_workspace": ""}, dagster=True, poll_memory=True)
+    log(f"memory: bare partition() on {large.name}")
+    large_bare = runner.command("bare_partition_large_pdf", cold_partition_command(str(large)), poll_memory=True)
+
+    if args.profile:  # an extra run: cProfile slows Python code down, so it is never one of the samples
+        profile = str(Path(args.profile).resolve())
+        ws_warm, ws_graph = footprint.workspace("pw"), footprint.workspace("p")
+        footprint.upload(ws_warm, {warmup_key: warmup})
+        footprint.upload(ws_graph, keys)
+        log("profile: one more graph run, under cProfile")
+        runner.worker("graph", {"workspace": ws_graph, "bucket": footprint.bucket, "keys": list(keys),
+                                "warmup_workspace": ws_warm, "warmup_key": warmup_key, "profile": profile}, dagster=True)
+        log(f"cProfile stats of the timed graph run written to {profile}")
+
+    ws_triples = footprint.workspace("triples")
+    log(f"triples: inserting {args.triples:,} generated quads")
+    triples = runner.worker("triples", {"workspace": ws_triples, "bucket": footprint.bucket, "count": args.triples})
+
+    return compute(samples, large_graph, large_bare, triples, corpus_info, keys)
+
+
+def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, corpus_info: dict, keys: dict) -> dict:
+    raw_warm = [s["loop_s"] for s in samples["raw"]]
+    raw_total = [s["done_at"] - s["process"]["launched_at"] for s in samples["raw"]]
+    graph_warm = [s["corpus"]["run_s"] for s in samples["graph"]]
+    graph_total = [s["corpus"]["done_at"] - s["process"]["launched_at"] for s in samples["graph"]]
+    upload = [s["done_at"] - s["process"]["launched_at"] for s in samples["upload"]]
+    cold = [s["process"]["wall_s"] for s in samples["cold"]]
+    figures = {
+        "raw_warm_s": report.median(raw_warm),
+        "graph_s": report.median(graph_warm),
+        "raw_total_s": report.median(raw_total),
+        "graph_total_s": report.median(graph_total),
+        "upload_to_triples_s": report.median(upload),
+        "cold_partition_s": report.median(cold),
+        "graph_peak_rss_mb": max(s["process"]["peak_rss_mb"] for s in samples["graph"]),
+        "raw_peak_rss_mb": max(s["process"]["peak_rss_mb"] for s in samples["raw"]),
+        "large_pdf_graph_peak_rss_mb": large_graph["process"]["peak_rss_mb"],
+        "large_pdf_bare_peak_rss_mb": large_bare["process"]["peak_rss_mb"],
+        "large_pdf_graph_tree_pss_mb": large_graph["process"].get("tree_peak_pss_mb"),
+        "large_pdf_bare_tree_pss_mb": large_bare["process"].get("tree_peak_pss_mb"),
+        "large_pdf_graph_processes": large_graph["process"].get("tree_max_processes"),
+        "large_pdf_graph_s": large_graph["corpus"]["run_s"],
+        "triples_per_s": report.rate(triples["quads"], triples["insert_s"]),
+        "triples_inserted": triples["quads"],
+        "triples_insert_s": triples["insert_s"],
+    }
+    figures["graph_vs_raw_including_startup"] = report.ratio(figures["graph_total_s"], figures["raw_total_s"])
+    figures["large_pdf_pss_ratio"] = report.ratio(figures["large_pdf_graph_tree_pss_mb"], figures["large_pdf_bare_tree_pss_mb"])
+    verdicts = report.figures_and_verdicts(figures)
+
+    last = samples["graph"][-1]["corpus"]
+    graph_breakdown = report.breakdown(last.get("stage_timings", {}), last.get("document_s", {}), last["run_s"])
+    large_run = large_graph["corpus"]
+    large_breakdown = report.breakdown(large_run.get("stage_timings", {}), large_run.get("document_s", {}), large_run["run_s"])
+    graph_docs = last["document_s"]
+    name_to_key = {path.name: key for key, path in keys.items()}
+    per_file = []
+    for entry in samples["raw"][-1]["files"]:
+        graph_s = graph_docs.get(name_to_key.get(entry["file"], entry["file"]))
+        per_file.append({"file": entry["file"], "raw_s": entry["s"], "graph_document_s": graph_s,
+                         "ratio": report.ratio(graph_s, entry["s"])})
+
+    notes = [
+        "graph_s and raw_warm_s both exclude process start-up and one warm-up call on the same 1-page PDF "
+        "(the graph's warm-up is a run over that document in a throwaway workspace, which also imports "
+        "unstructured's per-format partitioners; the raw warm-up imports the same modules); the target compares these. "
+        "graph_total_s and raw_total_s include interpreter start-up, imports and the warm-up.",
+        "graph_s covers the run from the job's launch (execute_in_process) until it returned, i.e. every "
+        "triple written and checked; uploading the documents to the librarian happens before and is not timed.",
+        "upload_to_triples_s runs from the fresh process's launch until the document's triples answered a query "
+        "(includes importing Dagster, the librarian connection, add_document, the sensor tick and the run); "
+        "cold_partition_s runs from launch to exit of `python -c` (import + one partition call).",
+        "Peak RSS is ru_maxrss of each child from os.wait4: the largest resident set of the child or of any "
+        "process it forked and waited for (the decoder forks one child per document, whose RSS includes the "
+        "pages it shares with its parent). The large-PDF runs also poll the whole process tree every 0.1 s: "
+        "'tree PSS' is the peak of its summed proportional set size, i.e. memory the tree really used, "
+        "shared pages counted once (a sampled peak, so a slight underestimate).",
+        "The raw loop partitions e-mails with process_attachments=False: unstructured's fast strategy refuses "
+        "their image attachments (the graph splits them off, decodes text attachments and stores images).",
+        "The graph decodes with strategy 'auto' (text PDFs run 'fast'), like a real run; the raw loop with 'fast'.",
+    ]
+    for number, sample in enumerate(samples["graph"], start=1):
+        run = sample["corpus"]
+        if not run.get("success", True) or run.get("decoded", run.get("documents")) != run.get("documents"):
+            notes.append(f"graph round {number}: {run.get('decoded')} of {run.get('documents')} documents decoded; "
+                         f"failures: {json.dumps(run.get('failures', {}))[:500]}")
+    for number, sample in enumerate(samples["upload"], start=1):
+        if not sample.get("document_triples"):
+            notes.append(f"upload round {number}: the document's triples never became queryable (60 s)")
+    loads = [s["process"]["loadavg_before"][0] for group in samples.values() for s in group]
+    loads += [large_graph["process"]["loadavg_before"][0], large_bare["process"]["loadavg_before"][0]]
+    if max(loads) > BUSY_LOAD:
+        notes.append(f"The machine was busy during some measurements (1-minute load average up to {max(loads):.1f} "
+                     f"on {os.cpu_count()} CPUs): other processes shared the cores; repeat with --repeat N.")
+    spreads = {name: report.spread(values) for name, values in
+               (("raw_warm_s", raw_warm), ("graph_s", graph_warm), ("upload_to_triples_s", upload), ("cold_partition_s", cold))}
+    return {
+        "figures": figures,
+        "targets": verdicts,
+        "per_file": per_file,
+        "graph_breakdown_s": graph_breakdown,
+        "large_pdf_graph_breakdown_s": large_breakdown,
+        "corpus": corpus_info,
+        "samples": {"raw_warm_s": raw_warm, "raw_total_s": raw_total, "graph_s": graph_warm, "graph_total_s": graph_total,
+                    "upload_to_triples_s": upload, "cold_partition_s": cold, "spread": spreads},
+        "details": {
+            "raw": samples["raw"], "graph": samples["graph"], "upload": samples["upload"], "cold": samples["cold"],
+            "large_pdf_graph": large_graph, "large_pdf_bare": large_bare, "triples": triples,
+        },
+        "notes": notes,
+    }
+
+
+def environment() -> dict:
+    def v(name):
+        try:
+            return version(name)
+        except Exception:  # noqa: BLE001
+            return None
+
+    return {
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cpu_count": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "unstructured": v("unstructured"),
+        "dagster": v("dagster"),
+        "cassandra_driver": v("cassandra-driver"),
+        "loadavg_at_start": os.getloadavg(),
+    }
+
+
+def check_services() -> None:
+    missing = [n for n in ("CASSANDRA_HOST", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY") if not os.environ.get(n)]
+    if not (os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")):
+        missing.append("AWS_ENDPOINT_URL_S3")
+    if missing:
+        raise SystemExit(f"bench needs the real MinIO + Cassandra: {', '.join(missing)} not set; "
+                         'run `make bench`, or: scripts/services/up.sh && eval "$(scripts/services/env.sh)"')
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", help="a folder of documents (default: generate one of every supported format)")
+    parser.add_argument("--out", default="bench-out/bench.json", help="where to write the JSON figures")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds of the timed measurements; medians are reported")
+    parser.add_argument("--large-pdf-pages", type=int, default=corpus_mod.DEFAULT_LARGE_PDF_PAGES,
+                        help="pages of the generated large PDF")
+    parser.add_argument("--triples", type=int, default=50_000, help="quads of the triple-store measurement")
+    parser.add_argument("--profile", metavar="FILE",
+                        help="also run the graph once more under cProfile (not a sample) and write its stats to FILE")
+    parser.add_argument("--keep-workdir", action="store_true", help="keep the temp folder (corpus, child logs)")
+    args = parser.parse_args(argv)
+    if args.repeat < 1 or args.triples < 2:
+        parser.error("--repeat must be >= 1 and --triples >= 2")
+    check_services()
+
+    env_info = environment()
+    workdir = Path(tempfile.mkdtemp(prefix="udbench-"))
+    footprint = Footprint()
+    log(f"bucket {footprint.bucket}, workspaces udbench_{footprint.tag}_*, work folder {workdir}")
+    started = time.monotonic()
+    try:
+        result = measure(args, workdir, footprint)
+    finally:
+        left = footprint.cleanup()
+        if left:
+            log(f"cleanup left {len(left)} things behind: {left[:3]}")
+        else:
+            log(f"removed bucket {footprint.bucket} and {len(footprint.workspaces)} workspaces")
+        if args.keep_workdir:
+            log(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    env_info["loadavg_at_end"] = os.getloadavg()
+    env_info["bench_wall_s"] = round(time.monotonic() - started, 1)
+    out = {**env_info, **result, "repeat": args.repeat}
+
+    out_path = Path(args.out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(out, indent=2, default=str) + "\n")
+    rows = report.table_rows(result["figures"], result["targets"])
+    markdown_path = out_path.with_suffix(".md")
+    c = result["corpus"]
+    markdown_path.write_text(
+        f"Measured {env_info['date'][:10]} on {env_info['cpu_count']} CPUs (Python {env_info['python']}, unstructured "
+        f"{env_info['unstructured']}, Dagster {env_info['dagster']}), corpus: {c['files']} files of {c['format_count']} "
+        f"formats, {c['pdf_pages']} PDF pages; medians of {args.repeat} round(s).\n\n"
+        + report.markdown_table(rows) + "\n")
+    print()
+    print(f"ud bench, {env_info['date']}: {env_info['cpu_count']} CPUs, Python {env_info['python']}, "
+          f"unstructured {env_info['unstructured']}, dagster {env_info['dagster']}")
+    c = result["corpus"]
+    print(f"corpus: {c['files']} files, {c['format_count']} formats, {c['pdf_pages']} PDF pages "
+          f"(large PDF {c['large_pdf']}: {c['large_pdf_pages']} pages; upload {c['upload_file']})")
+    print()
+    print(report.format_table(rows))
+    print()
+    run_s = result["figures"]["graph_s"] or 0.0
+    print(f"where the graph's time went (last timed run, {result['details']['graph'][-1]['corpus']['run_s']:.1f} s; "
+          f"bare partition loop {result['figures']['raw_warm_s']:.1f} s):")
+    print(report.format_breakdown(result["graph_breakdown_s"], result["details"]["graph"][-1]["corpus"]["run_s"] or run_s))
+    print()
+    print(f"figures written to {out_path} (Markdown table: {markdown_path})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

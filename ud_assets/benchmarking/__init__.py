@@ -1,0 +1,1 @@
+"""Helpers of `python -m ud_assets.bench`: the generated corpus, the measuring subprocesses, the report."""

@@ -1,0 +1,428 @@
+"""The benchmark's default corpus: one or more documents of every supported format, generated.
+
+The ideas are those of the test generators (tests/docgen.py), re-written here because the package
+never imports `tests`. Everything is deterministic (fixed seed, fixed dates, reportlab's invariant
+mode), so two bench runs decode the same bytes. reportlab and xlwt are dev dependencies (`make
+setup` installs them); pandoc (a Debian package of `make setup`) writes RTF and ODT.
+
+The large PDF (default 300 pages of text paragraphs, a picture every 10th page) is both most of
+the corpus's pages and "the large PDF" whose peak memory the benchmark measures on its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import random
+import subprocess
+import tempfile
+import textwrap
+import zipfile
+from dataclasses import asdict, dataclass
+from email.message import EmailMessage
+from pathlib import Path
+
+LARGE_PDF = "large.pdf"
+UPLOAD_FILE = "report.pdf"  # the "new upload" of the sensor-path measurement
+WARMUP_FILE = "warmup.pdf"  # written beside the corpus, never part of it
+DEFAULT_LARGE_PDF_PAGES = 300
+IMAGE_EVERY = 10  # a picture on every 10th page of the large PDF
+SEED = 20240101
+
+PAGE_SIZE = (612.0, 792.0)  # US letter, points
+_WORDS = (
+    "the report shows that revenue grew in every region while costs fell slightly as the team "
+    "delivered new products to customers across markets and the board approved a plan to expand "
+    "operations hire engineers improve quality reduce waste measure results review risks and "
+    "invest in research data systems training safety logistics supply chain partners"
+).split()
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    """One document of the generated corpus."""
+
+    name: str
+    format: str  # the README's name of the format
+    pages: int = 0  # PDF pages (0 for formats without pages)
+
+
+def plan(large_pdf_pages: int = DEFAULT_LARGE_PDF_PAGES) -> list[FileSpec]:
+    """The files `generate` writes, in order (pure: the tests count them)."""
+    if large_pdf_pages < 1:
+        raise ValueError("the large PDF needs at least one page")
+    return [
+        FileSpec(LARGE_PDF, "PDF", large_pdf_pages),
+        FileSpec(UPLOAD_FILE, "PDF", 5),
+        FileSpec("handbook.docx", "DOCX"),
+        FileSpec("deck.pptx", "PPTX"),
+        FileSpec("sales.xlsx", "XLSX"),
+        FileSpec("legacy.xls", "XLS"),
+        FileSpec("page.html", "HTML"),
+        FileSpec("notes.md", "Markdown"),
+        FileSpec("readme.txt", "TXT"),
+        FileSpec("cities.csv", "CSV"),
+        FileSpec("people.tsv", "TSV"),
+        FileSpec("guide.rst", "RST"),
+        FileSpec("letter.rtf", "RTF"),
+        FileSpec("minutes.odt", "ODT"),
+        FileSpec("book.epub", "EPUB"),
+        FileSpec("message.eml", "EML"),
+    ]
+
+
+def summary(specs: list[FileSpec]) -> dict:
+    """Counts for the report: files, formats, PDF pages."""
+    formats = sorted({s.format for s in specs})
+    return {
+        "files": len(specs),
+        "formats": formats,
+        "format_count": len(formats),
+        "pdf_files": sum(1 for s in specs if s.format == "PDF"),
+        "pdf_pages": sum(s.pages for s in specs if s.format == "PDF"),
+    }
+
+
+def generate(folder: str | os.PathLike, large_pdf_pages: int = DEFAULT_LARGE_PDF_PAGES) -> list[dict]:
+    """Write the corpus into folder (created if needed); returns one dict per file (name, format, pages, bytes)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    makers = {
+        LARGE_PDF: lambda: pdf_document(large_pdf_pages, "Annual Review", image_every=IMAGE_EVERY),
+        UPLOAD_FILE: lambda: pdf_document(5, "Quarterly Report", image_every=2),
+        "handbook.docx": docx,
+        "deck.pptx": pptx,
+        "sales.xlsx": xlsx,
+        "legacy.xls": xls,
+        "page.html": html,
+        "notes.md": markdown,
+        "readme.txt": text,
+        "cities.csv": csv,
+        "people.tsv": tsv,
+        "guide.rst": rst,
+        "letter.rtf": lambda: pandoc(markdown().decode(), "rtf"),
+        "minutes.odt": lambda: pandoc(markdown().decode(), "odt"),
+        "book.epub": epub,
+        "message.eml": eml,
+    }
+    out = []
+    for spec in plan(large_pdf_pages):
+        data = makers[spec.name]()
+        (folder / spec.name).write_bytes(data)
+        out.append({**asdict(spec), "bytes": len(data)})
+    return out
+
+
+def write_warmup(folder: str | os.PathLike) -> Path:
+    """A one-page PDF for the warm-up call, outside the corpus."""
+    path = Path(folder) / WARMUP_FILE
+    path.write_bytes(pdf_document(1, "Warm-up", image_every=0))
+    return path
+
+
+# -- text ------------------------------------------------------------------------------------
+
+
+def sentences(rng: random.Random, count: int) -> str:
+    out = []
+    for _ in range(count):
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(8, 18))]
+        out.append(" ".join(words).capitalize() + ".")
+    return " ".join(out)
+
+
+def paragraphs(seed: int, count: int, per: int = 4) -> list[str]:
+    rng = random.Random(seed)
+    return [sentences(rng, per) for _ in range(count)]
+
+
+# -- images ----------------------------------------------------------------------------------
+
+
+def picture(width: int, height: int, seed: int, fmt: str = "PNG") -> bytes:
+    """A gradient picture (not one flat colour: compresses like a real chart or photo would)."""
+    from PIL import Image
+
+    rng = random.Random(seed)
+    r0, g0, b0 = rng.randrange(256), rng.randrange(256), rng.randrange(256)
+    image = Image.new("RGB", (width, height))
+    image.putdata([((r0 + x) % 256, (g0 + y) % 256, (b0 + x + y) % 256) for y in range(height) for x in range(width)])
+    out = io.BytesIO()
+    image.save(out, format=fmt, **({"quality": 85} if fmt == "JPEG" else {}))
+    return out.getvalue()
+
+
+# -- PDF -------------------------------------------------------------------------------------
+
+
+def pdf_document(pages: int, title: str, image_every: int = IMAGE_EVERY, seed: int = SEED) -> bytes:
+    """Pages of a heading and wrapped paragraphs; a picture on every image_every-th page (0 = none)."""
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen.canvas import Canvas
+
+    out = io.BytesIO()
+    canvas = Canvas(out, pagesize=PAGE_SIZE, invariant=1)
+    width, height = PAGE_SIZE
+    for number in range(1, pages + 1):
+        y = height - 72
+        canvas.setFont("Helvetica-Bold", 16)
+        canvas.drawString(72, y, f"{title}: chapter {number}")
+        y -= 30
+        with_image = image_every and number % image_every == 0
+        if with_image:
+            data = picture(160, 120, seed + number, "JPEG" if number % (2 * image_every) else "PNG")
+            canvas.drawImage(ImageReader(io.BytesIO(data)), 72, y - 120, 160, 120)
+            y -= 140
+        canvas.setFont("Helvetica", 10)
+        for paragraph in paragraphs(seed * 7 + number, 6 if not with_image else 4):
+            for line in textwrap.wrap(paragraph, 95):
+                if y < 72:
+                    break
+                canvas.drawString(72, y, line)
+                y -= 13
+            y -= 8
+        canvas.setFont("Helvetica", 8)
+        canvas.drawString(width / 2 - 10, 40, str(number))
+        canvas.showPage()
+    canvas.save()
+    return out.getvalue()
+
+
+# -- Office ----------------------------------------------------------------------------------
+
+_ZIP_DATE = (2024, 1, 1, 0, 0, 0)
+
+
+def _zinfo(name: str, compress_type: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
+    info.compress_type = compress_type
+    info.external_attr = 0o644 << 16
+    return info
+
+
+def _deterministic_zip(data: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            target.writestr(_zinfo(info.filename), source.read(info.filename))
+    return out.getvalue()
+
+
+def _saved(document) -> bytes:
+    out = io.BytesIO()
+    document.save(out)
+    return _deterministic_zip(out.getvalue())
+
+
+def docx(chapters: int = 12) -> bytes:
+    """Headings (two levels), paragraphs, a table per chapter and a picture every 4th chapter."""
+    import datetime
+
+    import docx as python_docx
+    from docx.shared import Inches
+
+    document = python_docx.Document()
+    document.core_properties.created = document.core_properties.modified = datetime.datetime(2024, 1, 1)
+    for chapter in range(1, chapters + 1):
+        document.add_heading(f"Chapter {chapter}", level=1)
+        for index, text in enumerate(paragraphs(SEED + chapter, 3)):
+            if index == 1:
+                document.add_heading(f"Details {chapter}.{index}", level=2)
+            document.add_paragraph(text)
+        table = document.add_table(rows=4, cols=3)
+        for r in range(4):
+            for c in range(3):
+                table.cell(r, c).text = ("Item", "Count", "Weight")[c] if r == 0 else f"{chapter}-{r}-{c}"
+        if chapter % 4 == 0:
+            document.add_picture(io.BytesIO(picture(96, 72, chapter)), width=Inches(1.5))
+    return _saved(document)
+
+
+def pptx(slides: int = 10) -> bytes:
+    """Title-and-content slides; every 3rd slide also holds a picture."""
+    import datetime
+
+    import pptx as python_pptx
+    from pptx.util import Inches
+
+    deck = python_pptx.Presentation()
+    deck.core_properties.created = deck.core_properties.modified = datetime.datetime(2024, 1, 1)
+    deck.core_properties.revision = 1
+    for number in range(1, slides + 1):
+        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide.shapes.title.text = f"Slide {number}"
+        body = slide.placeholders[1].text_frame
+        body.text = sentences(random.Random(SEED + number), 1)
+        for line in paragraphs(SEED + 100 + number, 2, per=1):
+            body.add_paragraph().text = line
+        if number % 3 == 0:
+            slide.shapes.add_picture(io.BytesIO(picture(80, 60, number, "JPEG")), Inches(6), Inches(5), Inches(2), Inches(1.5))
+    return _saved(deck)
+
+
+def xlsx(sheets: int = 3, rows: int = 60) -> bytes:
+    from openpyxl import Workbook
+
+    book = Workbook()
+    rng = random.Random(SEED)
+    for index in range(sheets):
+        sheet = book.active if index == 0 else book.create_sheet()
+        sheet.title = f"Region{index + 1}"
+        sheet.append(["Month", "Product", "Units", "Revenue"])
+        for row in range(rows):
+            sheet.append([f"M{row % 12 + 1}", rng.choice(_WORDS), rng.randint(1, 500), round(rng.uniform(10, 9000), 2)])
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def xls(sheets: int = 2, rows: int = 40) -> bytes:
+    import xlwt
+
+    book = xlwt.Workbook()
+    rng = random.Random(SEED + 1)
+    for index in range(sheets):
+        sheet = book.add_sheet(f"Sheet{index + 1}")
+        for col, name in enumerate(("Region", "Sales", "Share")):
+            sheet.write(0, col, name)
+        for row in range(1, rows + 1):
+            sheet.write(row, 0, rng.choice(_WORDS))
+            sheet.write(row, 1, rng.randint(1, 1000))
+            sheet.write(row, 2, round(rng.random(), 3))
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+# -- markup and text -------------------------------------------------------------------------
+
+
+def data_uri(data: bytes, mime: str = "image/png") -> str:
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def html(sections: int = 8) -> bytes:
+    parts = ['<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Handbook</title></head><body>\n']
+    for number in range(1, sections + 1):
+        parts.append(f"<h2>Section {number}</h2>\n")
+        parts.extend(f"<p>{p}</p>\n" for p in paragraphs(SEED + 200 + number, 3))
+        if number % 3 == 0:
+            parts.append(f'<img src="{data_uri(picture(40, 30, number))}" alt="figure {number}">\n')
+        if number % 2 == 0:
+            parts.append("<table><tr><th>Key</th><th>Value</th></tr>"
+                         + "".join(f"<tr><td>k{i}</td><td>{i * number}</td></tr>" for i in range(5)) + "</table>\n")
+    parts.append("</body></html>\n")
+    return "".join(parts).encode("utf-8")
+
+
+def markdown(sections: int = 8) -> bytes:
+    parts = ["# Annual Report\n\n"]
+    for number in range(1, sections + 1):
+        parts.append(f"## Part {number}\n\n")
+        parts.extend(f"{p}\n\n" for p in paragraphs(SEED + 300 + number, 3))
+        if number % 2 == 0:
+            parts.append("| Quarter | Revenue |\n|---------|---------|\n"
+                         + "".join(f"| Q{q} | {q * number * 10} |\n" for q in range(1, 5)) + "\n")
+        if number % 3 == 0:
+            parts.append("- Expand to new markets\n- Hire more engineers\n- Reduce waste\n\n")
+    return "".join(parts).encode("utf-8")
+
+
+def text(paragraph_count: int = 40) -> bytes:
+    return "\n\n".join(paragraphs(SEED + 400, paragraph_count)).encode("utf-8") + b"\n"
+
+
+def csv(rows: int = 300) -> bytes:
+    rng = random.Random(SEED + 500)
+    lines = ["name,city,amount"] + [f"{rng.choice(_WORDS)},{rng.choice(_WORDS).title()},{rng.randint(1, 999)}" for _ in range(rows)]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def tsv(rows: int = 200) -> bytes:
+    rng = random.Random(SEED + 600)
+    lines = ["name\tteam\tscore"] + [f"{rng.choice(_WORDS)}\t{rng.choice(_WORDS)}\t{rng.randint(1, 99)}" for _ in range(rows)]
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def rst(sections: int = 8) -> bytes:
+    parts = ["Annual Guide\n============\n\n"]
+    for number in range(1, sections + 1):
+        title = f"Topic {number}"
+        parts.append(f"{title}\n{'-' * len(title)}\n\n")
+        parts.extend(f"{p}\n\n" for p in paragraphs(SEED + 700 + number, 3))
+    return "".join(parts).encode("utf-8")
+
+
+def pandoc(markdown_text: str, to: str) -> bytes:
+    with tempfile.TemporaryDirectory() as folder:
+        out = os.path.join(folder, f"out.{to}")
+        subprocess.run(["pandoc", "-f", "markdown", "-t", to, "-s", "-o", out], input=markdown_text.encode(), check=True)
+        return Path(out).read_bytes()
+
+
+# -- EPUB, e-mail ----------------------------------------------------------------------------
+
+
+def epub(chapters: int = 6) -> bytes:
+    """A hand-written EPUB 3 with chapters of paragraphs and two pictures."""
+    images = {"OEBPS/images/figure.png": picture(60, 40, 1), "OEBPS/images/photo.jpg": picture(80, 60, 2, "JPEG")}
+
+    def xhtml(title: str, body: str) -> str:
+        return ('<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml">'
+                f"<head><title>{title}</title></head><body>{body}</body></html>\n")
+
+    chapter_files = {}
+    for number in range(1, chapters + 1):
+        body = f"<h1>Chapter {number}</h1>" + "".join(f"<p>{p}</p>" for p in paragraphs(SEED + 800 + number, 4))
+        if number == 1:
+            body += '<img src="../images/photo.jpg" alt="photo"/>'
+        if number == 2:
+            body += '<img src="../images/figure.png" alt="figure"/>'
+        chapter_files[f"OEBPS/text/ch{number}.xhtml"] = xhtml(f"Chapter {number}", body)
+    manifest = "".join(f'<item id="ch{n}" href="text/ch{n}.xhtml" media-type="application/xhtml+xml"/>'
+                       for n in range(1, chapters + 1))
+    spine = "".join(f'<itemref idref="ch{n}"/>' for n in range(1, chapters + 1))
+    opf = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+           '<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="uid">'
+           '<metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
+           '<dc:identifier id="uid">urn:uuid:00000000-0000-4000-8000-000000000001</dc:identifier>'
+           '<dc:title>Bench Book</dc:title><dc:language>en</dc:language>'
+           '<meta property="dcterms:modified">2024-01-01T00:00:00Z</meta></metadata><manifest>'
+           '<item id="png" href="images/figure.png" media-type="image/png"/>'
+           '<item id="jpg" href="images/photo.jpg" media-type="image/jpeg"/>'
+           '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
+           f"{manifest}</manifest><spine>{spine}</spine></package>\n")
+    nav = xhtml("Contents", '<nav xmlns:epub="http://www.idpf.org/2007/ops" epub:type="toc"><ol>'
+                + "".join(f'<li><a href="text/ch{n}.xhtml">Chapter {n}</a></li>' for n in range(1, chapters + 1))
+                + "</ol></nav>")
+    container = ('<?xml version="1.0" encoding="UTF-8"?>\n'
+                 '<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+                 '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+                 "</rootfiles></container>\n")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr(_zinfo("mimetype", zipfile.ZIP_STORED), "application/epub+zip")
+        files = {"META-INF/container.xml": container, "OEBPS/content.opf": opf, "OEBPS/nav.xhtml": nav, **chapter_files}
+        for name, content in files.items():
+            archive.writestr(_zinfo(name), content.encode("utf-8"))
+        for name, data in images.items():
+            archive.writestr(_zinfo(name), data)
+    return out.getvalue()
+
+
+def eml() -> bytes:
+    """A text body of a few paragraphs, a PNG attachment and a text attachment."""
+    message = EmailMessage()
+    message["From"] = "Ada <ada@example.com>"
+    message["To"] = "team@example.com"
+    message["Subject"] = "Quarterly figures"
+    message["Date"] = "Mon, 01 Jan 2024 10:00:00 +0000"
+    message["Message-ID"] = "<bench-1@example.com>"
+    message.set_content("Hello team,\n\n" + "\n\n".join(paragraphs(SEED + 900, 4)) + "\n\nRegards,\nAda\n")
+    message.add_attachment(picture(48, 32, 9), maintype="image", subtype="png", filename="chart.png")
+    message.add_attachment("\n\n".join(paragraphs(SEED + 901, 2)) + "\n", subtype="plain", filename="notes.txt")
+    for number, part in enumerate(message.walk()):
+        if part.is_multipart():
+            part.set_boundary(f"==boundary-{number}==")
+    return message.as_bytes()

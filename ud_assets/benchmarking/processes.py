@@ -1,0 +1,181 @@
+"""The benchmark's measured subprocesses: launch, wait, time, peak memory.
+
+Every figure of ud_assets.bench comes from a fresh subprocess, timed from its launch on the
+system-wide monotonic clock (comparable with the timestamps the child takes itself), its peak RSS
+read with os.wait4, and, when asked, its process tree's memory polled from /proc.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+CHILD_ENV = {
+    "DO_NOT_TRACK": "true",
+    "UNSTRUCTURED_DISABLE_NOTICE": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+}
+CHILD_TIMEOUT_S = 3600
+
+# -- memory of a process tree --------------------------------------------------------------
+
+def _proc_tree(root: int) -> list[int]:
+    """root and its descendants, from /proc/*/stat (ppid is the 4th field, after the ")" of comm)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                ppid = int(handle.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, ()))
+    return tree
+
+def _rss_pss_kib(pid: int) -> tuple[int, int]:
+    rss = pss = 0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Rss:"):
+                    rss = int(line.split()[1])
+                elif line.startswith(b"Pss:"):
+                    pss = int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return rss, pss
+
+class TreeMemory(threading.Thread):
+    """Polls a process and its descendants (e.g. the decoder's forked children) every `interval` s.
+
+    Records the peak of the summed PSS (memory really used by the tree: shared pages counted once),
+    the peak of the summed RSS (shared copy-on-write pages counted in every process) and how many
+    processes the tree had at most.
+    """
+
+    def __init__(self, pid: int, interval: float = 0.1):
+        super().__init__(daemon=True)
+        self.pid, self.interval = pid, interval
+        self.stop_event = threading.Event()
+        self.peak_pss_kib = self.peak_rss_sum_kib = self.peak_processes = 0
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            tree = _proc_tree(self.pid)
+            sizes = [_rss_pss_kib(pid) for pid in tree]
+            self.peak_rss_sum_kib = max(self.peak_rss_sum_kib, sum(r for r, _ in sizes))
+            self.peak_pss_kib = max(self.peak_pss_kib, sum(p for _, p in sizes))
+            self.peak_processes = max(self.peak_processes, sum(1 for r, _ in sizes if r))
+            self.stop_event.wait(self.interval)
+
+    def result(self) -> dict:
+        return {"tree_peak_pss_mb": self.peak_pss_kib / 1024, "tree_peak_rss_sum_mb": self.peak_rss_sum_kib / 1024,
+                "tree_max_processes": self.peak_processes}
+
+class Child:
+    """One measured subprocess: launch time, wall time to exit, exit code, peak RSS (os.wait4)."""
+
+    def __init__(self, name: str, command: list[str], env: dict, cwd: str, log_path: Path, poll_memory: bool = False):
+        self.name, self.command, self.env, self.cwd, self.log_path = name, command, env, cwd, log_path
+        self.poll_memory = poll_memory
+
+    def run(self) -> dict:
+        load_before = os.getloadavg()
+        with open(self.log_path, "ab") as log_file:
+            log_file.write(f"\n=== {self.name}: {' '.join(self.command)[:500]}\n".encode())
+            log_file.flush()
+            launched = time.monotonic()
+            proc = subprocess.Popen(self.command, env=self.env, cwd=self.cwd, stdout=log_file, stderr=subprocess.STDOUT)
+            timer = threading.Timer(CHILD_TIMEOUT_S, proc.kill)
+            timer.start()
+            poller = TreeMemory(proc.pid) if self.poll_memory else None
+            if poller:
+                poller.start()
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+            finally:
+                timer.cancel()
+                if poller:
+                    poller.stop_event.set()
+                    poller.join()
+            exited = time.monotonic()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        return {
+            **(poller.result() if poller else {}),
+            "launched_at": launched,
+            "wall_s": exited - launched,
+            "exit_code": proc.returncode,
+            # ru_maxrss of a waited child: the largest resident set of it (or of its own children), KiB
+            "peak_rss_mb": usage.ru_maxrss / 1024,
+            "loadavg_before": load_before,
+            "loadavg_after": os.getloadavg(),
+        }
+
+class Runner:
+    def __init__(self, workdir: Path, env: dict):
+        self.workdir, self.env = workdir, env
+        self.log_path = workdir / "children.log"
+        self.count = 0
+
+    def worker(self, kind: str, args: dict, dagster: bool = False, poll_memory: bool = False) -> dict:
+        """Run a workers.py kind; its JSON result merged with the process figures.
+
+        dagster: the child gets its own Dagster instance (DAGSTER_HOME), created and initialised
+        beforehand like a deployment's, so the child does not pay for creating its storage.
+        """
+        self.count += 1
+        result_path = self.workdir / f"result-{self.count:02d}-{kind}.json"
+        command = [sys.executable, "-m", "ud_assets.benchmarking.workers", kind, "--args", json.dumps(args),
+                   "--result", str(result_path)]
+        env = dict(self.env)
+        if dagster:
+            env["DAGSTER_HOME"] = str(init_dagster_home(self.workdir / f"dagster-{self.count:02d}"))
+        process = Child(kind, command, env, str(self.workdir), self.log_path, poll_memory).run()
+        if process["exit_code"] != 0 or not result_path.exists():
+            raise RuntimeError(f"benchmark worker {kind!r} failed (exit {process['exit_code']}); see {self.log_path}")
+        return {**json.loads(result_path.read_text()), "process": process}
+
+    def command(self, name: str, command: list[str], poll_memory: bool = False) -> dict:
+        process = Child(name, command, self.env, str(self.workdir), self.log_path, poll_memory).run()
+        if process["exit_code"] != 0:
+            raise RuntimeError(f"{name} failed (exit {process['exit_code']}); see {self.log_path}")
+        return {"process": process}
+
+PROJECT_INSTANCE_CONFIG = Path(__file__).resolve().parents[2] / "dagster.yaml"  # the repository's instance config
+
+def init_dagster_home(home: Path) -> Path:
+    """A Dagster instance folder with the project's dagster.yaml (SQLite storage), storage created."""
+    import dagster as dg
+
+    home.mkdir(parents=True, exist_ok=True)
+    if PROJECT_INSTANCE_CONFIG.is_file():
+        shutil.copy(PROJECT_INSTANCE_CONFIG, home / "dagster.yaml")
+    else:
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        instance.get_runs(limit=1)
+        instance.get_dynamic_partitions("documents")
+        instance.all_instigator_state()
+        instance.get_latest_materialization_event(dg.AssetKey("document"))
+    return home
+
+def cold_partition_command(path: str) -> list[str]:
+    from ud_assets.benchmarking.workers import raw_kwargs
+
+    extra = "".join(f", {k}={v!r}" for k, v in raw_kwargs(path).items())
+    return [sys.executable, "-c",
+            f"from unstructured.partition.auto import partition; partition(filename={path!r}, strategy='fast'{extra})"]

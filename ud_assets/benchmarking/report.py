@@ -1,0 +1,198 @@
+"""The benchmark's arithmetic: ratios, target verdicts and the printed table (pure; unit-tested)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+PASS, FAIL, UNKNOWN = "PASS", "FAIL", "n/a"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A figure's bound: value <= limit ("max") or value >= limit ("min")."""
+
+    figure: str
+    kind: str  # "max" | "min"
+    limit: float
+    description: str
+
+    def verdict(self, value: float | None) -> str:
+        if value is None:
+            return UNKNOWN
+        if self.kind == "max":
+            return PASS if value <= self.limit else FAIL
+        if self.kind == "min":
+            return PASS if value >= self.limit else FAIL
+        raise ValueError(f"unknown target kind {self.kind!r}")
+
+    @property
+    def text(self) -> str:
+        return f"{'<=' if self.kind == 'max' else '>='} {self.limit:g}"
+
+
+TARGETS = (
+    Target("graph_vs_raw", "max", 1.25, "graph_s / raw_warm_s (both warm, excluding start-up)"),
+    Target("upload_vs_cold", "max", 1.5, "upload_to_triples_s / cold_partition_s (both fresh processes)"),
+    Target("large_pdf_rss_ratio", "max", 1.5, "peak RSS, graph on the large PDF / bare partition() on it"),
+    Target("triples_per_s", "min", 5000, "quads written to Cassandra per second"),
+)
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    """numerator / denominator, or None when either is missing or the denominator is not positive."""
+    if numerator is None or denominator is None or denominator <= 0:
+        return None
+    return numerator / denominator
+
+
+def rate(count: float | None, seconds: float | None) -> float | None:
+    return ratio(count, seconds)
+
+
+def median(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def spread(values: list[float | None]) -> float | None:
+    """(max - min) / median of the samples: how noisy repeated measurements were (None for < 2)."""
+    present = [v for v in values if v is not None]
+    if len(present) < 2:
+        return None
+    mid = statistics.median(present)
+    return (max(present) - min(present)) / mid if mid else None
+
+
+def figures_and_verdicts(figures: dict) -> dict:
+    """The ratios of the targets from the measured figures, each with its verdict.
+
+    figures needs: graph_s, raw_warm_s, upload_to_triples_s, cold_partition_s,
+    large_pdf_graph_peak_rss_mb, large_pdf_bare_peak_rss_mb, triples_per_s (any may be None).
+    """
+    values = {
+        "graph_vs_raw": ratio(figures.get("graph_s"), figures.get("raw_warm_s")),
+        "upload_vs_cold": ratio(figures.get("upload_to_triples_s"), figures.get("cold_partition_s")),
+        "large_pdf_rss_ratio": ratio(figures.get("large_pdf_graph_peak_rss_mb"), figures.get("large_pdf_bare_peak_rss_mb")),
+        "triples_per_s": figures.get("triples_per_s"),
+    }
+    return {
+        t.figure: {"value": values[t.figure], "target": t.text, "verdict": t.verdict(values[t.figure]), "what": t.description}
+        for t in TARGETS
+    }
+
+
+def fmt(value, unit: str = "") -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}{unit}"
+    if isinstance(value, float):
+        if abs(value) >= 1000:
+            return f"{value:,.0f}{unit}"
+        if abs(value) >= 100:
+            return f"{value:.1f}{unit}"
+        return f"{value:.2f}{unit}"
+    return f"{value}{unit}"
+
+
+# (figure key, label, unit) of the table's measured rows, before the verdict rows
+ROWS = (
+    ("raw_warm_s", "raw_warm_s (bare partition loop, warm)", " s"),
+    ("graph_s", "graph_s (whole graph, warm worker)", " s"),
+    ("raw_total_s", "raw, fresh process incl. start-up", " s"),
+    ("graph_total_s", "graph, fresh process incl. start-up", " s"),
+    ("graph_vs_raw_including_startup", "graph / raw incl. start-up", "x"),
+    ("upload_to_triples_s", "upload_to_triples_s (sensor path, fresh process)", " s"),
+    ("cold_partition_s", "cold_partition_s (python -c partition)", " s"),
+    ("graph_peak_rss_mb", "peak RSS, graph over the corpus", " MB"),
+    ("raw_peak_rss_mb", "peak RSS, raw loop over the corpus", " MB"),
+    ("large_pdf_graph_peak_rss_mb", "peak RSS, graph on the large PDF", " MB"),
+    ("large_pdf_bare_peak_rss_mb", "peak RSS, bare partition() on the large PDF", " MB"),
+    ("large_pdf_graph_tree_pss_mb", "peak PSS of the process tree, graph on the large PDF", " MB"),
+    ("large_pdf_bare_tree_pss_mb", "peak PSS, bare partition() on the large PDF", " MB"),
+    ("large_pdf_pss_ratio", "PSS ratio graph / bare on the large PDF", "x"),
+    ("triples_per_s", "triples_per_s (Cassandra insert)", "/s"),
+)
+
+
+def table_rows(figures: dict, verdicts: dict) -> list[tuple[str, str, str, str]]:
+    """(figure, value, target, verdict) rows: measured figures, then the four targets."""
+    rows = [(label, fmt(figures.get(key), unit), "", "") for key, label, unit in ROWS]
+    for t in TARGETS:
+        v = verdicts[t.figure]
+        unit = "/s" if t.figure == "triples_per_s" else "x"
+        rows.append((t.description, fmt(v["value"], unit), t.text + ("" if unit == "/s" else "x"), v["verdict"]))
+    return rows
+
+
+def format_table(rows: list[tuple[str, ...]], header: tuple[str, ...] = ("figure", "value", "target", "verdict")) -> str:
+    """A plain-text table, columns padded to their widest cell."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(lines)
+
+
+def markdown_table(rows: list[tuple[str, ...]], header: tuple[str, ...] = ("figure", "value", "target", "verdict")) -> str:
+    """The same rows as a Markdown table (for the README)."""
+    def cells(row):
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |"
+
+    return "\n".join([cells(header), "|" + "|".join("---" for _ in header) + "|", *(cells(r) for r in rows)])
+
+
+# Where a graph run's time went: per-document stage timings (materialization metadata) summed.
+BREAKDOWN = (
+    ("decode", "unstructured's partition() in the decoder's forked child (the work itself)"),
+    ("isolation", "forking the decoder child and passing its result back"),
+    ("elements_other", "outside the decoder: the worker's decoder warm-up (first document of a process only), "
+                       "reading the bytes, elements as JSON into the object store"),
+    ("sections", "storing pages/sections as librarian children"),
+    ("images", "storing images as librarian children"),
+    ("provenance_triples", "building and writing provenance triples, commit, checks"),
+    ("chunks", "chunking, storing chunks as librarian children, their triples"),
+    ("other_in_document", "the rest of each document's step (metadata reads, generation checks, logs)"),
+    ("dagster", "Dagster around the documents (run start/end, materialization events, asset checks)"),
+)
+
+
+def breakdown(stage_timings: dict[str, dict[str, float]], document_s: dict[str, float], run_s: float) -> dict[str, float]:
+    """Seconds of a graph run per part (BREAKDOWN's keys), from the step's own per-document timings.
+
+    stage_timings: {document: {"asset.metric_s": seconds}} as the materializations report them:
+    sections.partition_s (all of the elements stage), elements.partition_s (the decoder call),
+    elements.decoder_wall_s / decoder_work_s (the forked child: wall, and the partitioning in it),
+    sections.sections_s, images.store_s, provenance_triples.store_s, chunks.chunk_s; others ignored.
+    document_s: {document: the step's wall time for it}; run_s: the whole run.
+    """
+    parts = dict.fromkeys((key for key, _ in BREAKDOWN), 0.0)
+    for timings in stage_timings.values():
+        decoder = timings.get("elements.decoder_wall_s", timings.get("elements.partition_s", 0.0))
+        work = timings.get("elements.decoder_work_s", decoder)
+        stage = max(timings.get("sections.partition_s", 0.0), timings.get("elements.partition_s", 0.0), decoder)
+        parts["decode"] += work
+        parts["isolation"] += max(0.0, decoder - work)
+        parts["elements_other"] += stage - decoder
+        parts["sections"] += timings.get("sections.sections_s", 0.0)
+        parts["images"] += timings.get("images.store_s", 0.0)
+        parts["provenance_triples"] += timings.get("provenance_triples.store_s", 0.0)
+        parts["chunks"] += timings.get("chunks.chunk_s", 0.0)
+    in_documents = sum(document_s.values())
+    accounted = sum(v for k, v in parts.items() if k not in ("other_in_document", "dagster"))
+    parts["other_in_document"] = max(0.0, in_documents - accounted)
+    parts["dagster"] = max(0.0, run_s - in_documents)
+    return parts
+
+
+def format_breakdown(parts: dict[str, float], total: float) -> str:
+    labels = dict(BREAKDOWN)
+    width = max(len(k) for k in labels)
+    return "\n".join(
+        f"  {key.ljust(width)}  {parts.get(key, 0.0):7.2f} s  {100 * (ratio(parts.get(key, 0.0), total) or 0):5.1f} %  "
+        f"{labels[key]}"
+        for key in labels
+    )

@@ -1,0 +1,78 @@
+"""What a bench run creates on the real MinIO + Cassandra, and its removal."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+
+class Footprint:
+    """What this bench run creates on MinIO + Cassandra: one bucket, some workspaces; removed at the end."""
+
+    def __init__(self) -> None:
+        self.tag = uuid.uuid4().hex[:8]
+        self.bucket = f"udbench-{self.tag}"
+        self.workspaces: list[str] = []
+
+    def workspace(self, purpose: str) -> str:
+        ws = f"udbench_{self.tag}_{purpose}"
+        self.workspaces.append(ws)
+        return ws
+
+    def upload(self, workspace: str, files: dict[str, Path]) -> None:
+        from resources.settings import load_settings, open_librarian
+        from ud_assets.decoding.detect import detect_mime
+
+        with open_librarian(load_settings(backend="cassandra", workspace=workspace, bucket=self.bucket)) as lib:
+            for key, path in files.items():
+                data = path.read_bytes()
+                lib.add_document(key, detect_mime(data, path.name), data, title=path.name)
+
+    def cleanup(self) -> list[str]:
+        """Best effort, each step tried twice; returns what could not be removed."""
+        from resources.cassandra import CassandraConfig, acquire
+        from resources.cassandra_triples import keyspace_for
+        from resources.s3 import make_client
+
+        failed: list[str] = []
+        steps = []
+        try:
+            connection = acquire(CassandraConfig.from_env())
+        except Exception as exc:  # noqa: BLE001
+            return [f"cassandra: {exc}"]
+        for ws in self.workspaces:
+            for table, column in (("document", "workspace"), ("upload_log", "workspace"),
+                                  ("record_generation", "workspace"), ("record_failure", "workspace")):
+                steps.append((f"librarian.{table} of {ws}", lambda ws=ws, table=table, column=column: connection.execute(
+                    f"DELETE FROM librarian.{table} WHERE {column} = ?", (ws,))))
+            steps.append((f"keyspace of {ws}", lambda ws=ws: connection.ddl(
+                f'DROP KEYSPACE IF EXISTS "{keyspace_for(ws)}"', "dropping a bench keyspace")))
+        client = make_client()
+
+        def drop_bucket():
+            from botocore.exceptions import ClientError
+
+            try:
+                for page in client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket):
+                    keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+                    if keys:
+                        client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys})
+                client.delete_bucket(Bucket=self.bucket)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") not in ("NoSuchBucket", "404"):
+                    raise
+
+        steps.append((f"bucket {self.bucket}", drop_bucket))
+        for name, step in steps:
+            for attempt in (1, 2):
+                try:
+                    step()
+                    break
+                except Exception as exc:  # noqa: BLE001
+                    if attempt == 2:
+                        failed.append(f"{name}: {exc}")
+                    else:
+                        time.sleep(2)
+        connection.release()
+        return failed
