@@ -65,22 +65,27 @@ def test_missing_figures_give_no_verdict():
     assert {v["verdict"] for v in verdicts.values()} == {"n/a"}
 
 
-def test_compute_takes_medians_and_measures_from_launch(tmp_path):
+def _measurements(tmp_path, others_cpu_s: float = 0.1):
     paths = {"a.pdf": tmp_path / "a.pdf", "b.md": tmp_path / "b.md"}
+    quiet = {"loadavg_before": (0.2, 0, 0), "others_cpu_s": others_cpu_s}
     raw = [{"loop_s": s, "done_at": 100.0 + t, "files": [{"file": "a.pdf", "s": 2.0}, {"file": "b.md", "s": 0.5}],
-            "process": {"launched_at": 100.0, "peak_rss_mb": rss, "loadavg_before": (0.2, 0, 0)}}
+            "process": {"launched_at": 100.0, "wall_s": t, "peak_rss_mb": rss, **quiet}}
            for s, t, rss in ((10.0, 20.0, 500.0), (12.0, 22.0, 520.0), (11.0, 30.0, 510.0))]
     graph = [{"corpus": {"run_s": s, "done_at": 200.0 + t, "document_s": {"a.pdf": 3.0, "b.md": 0.5}},
-              "process": {"launched_at": 200.0, "peak_rss_mb": 700.0, "loadavg_before": (0.2, 0, 0)}}
+              "process": {"launched_at": 200.0, "peak_rss_mb": 700.0, **quiet}}
              for s, t in ((13.0, 30.0), (14.0, 33.0), (12.0, 31.0))]
-    upload = [{"done_at": 300.0 + t, "process": {"launched_at": 300.0, "loadavg_before": (0.2, 0, 0)}} for t in (10.0, 9.0, 11.0)]
-    cold = [{"process": {"wall_s": w, "loadavg_before": (0.2, 0, 0)}} for w in (6.0, 5.0, 7.0)]
-    large_graph = {"corpus": {"run_s": 40.0}, "process": {"peak_rss_mb": 900.0, "loadavg_before": (0.2, 0, 0),
-                                                           "tree_peak_pss_mb": 700.0}}
-    large_bare = {"process": {"peak_rss_mb": 800.0, "loadavg_before": (0.2, 0, 0), "tree_peak_pss_mb": 400.0}}
+    upload = [{"done_at": 300.0 + t, "document_triples": 5, "process": {"launched_at": 300.0, **quiet}}
+              for t in (10.0, 9.0, 11.0)]
+    cold = [{"process": {"wall_s": w, **quiet}} for w in (6.0, 5.0, 7.0)]
+    large_graph = {"corpus": {"run_s": 40.0}, "process": {"peak_rss_mb": 900.0, "tree_peak_pss_mb": 700.0, **quiet}}
+    large_bare = {"process": {"peak_rss_mb": 800.0, "wall_s": 20.0, "tree_peak_pss_mb": 400.0, **quiet}}
     triples = {"quads": 49_999, "insert_s": 5.0}
-    out = compute({"raw": raw, "graph": graph, "upload": upload, "cold": cold}, large_graph, large_bare, triples,
-                  {"files": 2}, paths)
+    return ({"raw": raw, "graph": graph, "upload": upload, "cold": cold}, large_graph, large_bare, triples,
+            {"files": 2}, paths)
+
+
+def test_compute_takes_medians_and_measures_from_launch(tmp_path):
+    out = compute(*_measurements(tmp_path))
     f = out["figures"]
     assert (f["raw_warm_s"], f["graph_s"], f["raw_total_s"], f["graph_total_s"]) == (11.0, 13.0, 22.0, 31.0)
     assert (f["upload_to_triples_s"], f["cold_partition_s"]) == (10.0, 6.0)
@@ -93,7 +98,14 @@ def test_compute_takes_medians_and_measures_from_launch(tmp_path):
                         "triples_per_s": "PASS"}
     assert out["per_file"][0] == {"file": "a.pdf", "raw_s": 2.0, "graph_document_s": 3.0, "ratio": 1.5}
     assert out["samples"]["spread"]["graph_s"] == pytest.approx(2 / 13)
-    assert not any("busy" in n for n in out["notes"])
+    assert not any("Other processes" in n for n in out["notes"])
+    assert not any("documents decoded" in n or "never became queryable" in n for n in out["notes"])
+
+
+def test_compute_flags_a_busy_machine(tmp_path):
+    # 3 CPU-seconds of other processes during the 5 s cold run: 0.6 of a CPU busy elsewhere
+    out = compute(*_measurements(tmp_path, others_cpu_s=3.0))
+    assert any("Other processes used up to 0.60 of the" in n for n in out["notes"])
 
 
 # -- the table -------------------------------------------------------------------------------

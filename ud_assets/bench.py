@@ -42,7 +42,7 @@ from ud_assets.benchmarking import report
 from ud_assets.benchmarking.processes import CHILD_ENV, Runner, cold_partition_command
 from ud_assets.benchmarking.services import Footprint
 
-BUSY_LOAD = 1.0  # a 1-minute load average above this before a measurement marks it as possibly noisy
+BUSY_CORES = 0.25  # other processes using more CPUs than this during a bare-library measurement: noisy
 
 
 def log(message: str) -> None:
@@ -251,11 +251,13 @@ def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, c
     for number, sample in enumerate(samples["upload"], start=1):
         if not sample.get("document_triples"):
             notes.append(f"upload round {number}: the document's triples never became queryable (60 s)")
-    loads = [s["process"]["loadavg_before"][0] for group in samples.values() for s in group]
-    loads += [large_graph["process"]["loadavg_before"][0], large_bare["process"]["loadavg_before"][0]]
-    if max(loads) > BUSY_LOAD:
-        notes.append(f"The machine was busy during some measurements (1-minute load average up to {max(loads):.1f} "
-                     f"on {os.cpu_count()} CPUs): other processes shared the cores; repeat with --repeat N.")
+    # The processes that use no server (raw loop, python -c) show what else ran on the machine.
+    local = [s["process"] for name in ("raw", "cold") for s in samples[name]] + [large_bare["process"]]
+    busiest = max((report.ratio(p.get("others_cpu_s"), p["wall_s"]) or 0.0 for p in local), default=0.0)
+    if busiest > BUSY_CORES:
+        notes.append(f"Other processes used up to {busiest:.2f} of the {os.cpu_count()} CPUs while the bare-library "
+                     "measurements ran (others_cpu_s / wall_s): the figures are noisier than on an idle machine; "
+                     "compare the rounds (--repeat N) in 'samples'.")
     spreads = {name: report.spread(values) for name, values in
                (("raw_warm_s", raw_warm), ("graph_s", graph_warm), ("upload_to_triples_s", upload), ("cold_partition_s", cold))}
     return {
@@ -324,16 +326,18 @@ def main(argv: list[str] | None = None) -> int:
     footprint = Footprint()
     log(f"bucket {footprint.bucket}, workspaces udbench_{footprint.tag}_*, work folder {workdir}")
     started = time.monotonic()
+    failed = True
     try:
         result = measure(args, workdir, footprint)
+        failed = False
     finally:
         left = footprint.cleanup()
         if left:
             log(f"cleanup left {len(left)} things behind: {left[:3]}")
         else:
             log(f"removed bucket {footprint.bucket} and {len(footprint.workspaces)} workspaces")
-        if args.keep_workdir:
-            log(f"kept {workdir}")
+        if args.keep_workdir or failed:
+            log(f"kept {workdir} (children's output: {workdir / 'children.log'})")
         else:
             shutil.rmtree(workdir, ignore_errors=True)
     env_info["loadavg_at_end"] = os.getloadavg()

@@ -86,8 +86,17 @@ class TreeMemory(threading.Thread):
         return {"tree_peak_pss_mb": self.peak_pss_kib / 1024, "tree_peak_rss_sum_mb": self.peak_rss_sum_kib / 1024,
                 "tree_max_processes": self.peak_processes}
 
+def machine_cpu_s() -> float:
+    """CPU seconds the whole machine has spent busy since boot (all CPUs; /proc/stat, idle and iowait excluded)."""
+    with open("/proc/stat", "rb") as handle:
+        fields = [int(v) for v in handle.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
 class Child:
-    """One measured subprocess: launch time, wall time to exit, exit code, peak RSS (os.wait4)."""
+    """One measured subprocess: launch time, wall time to exit, exit code, peak RSS (os.wait4), and
+    how much CPU the rest of the machine used meanwhile (other processes: noise, or our servers)."""
 
     def __init__(self, name: str, command: list[str], env: dict, cwd: str, log_path: Path, poll_memory: bool = False):
         self.name, self.command, self.env, self.cwd, self.log_path = name, command, env, cwd, log_path
@@ -95,6 +104,7 @@ class Child:
 
     def run(self) -> dict:
         load_before = os.getloadavg()
+        busy_before = machine_cpu_s()
         with open(self.log_path, "ab") as log_file:
             log_file.write(f"\n=== {self.name}: {' '.join(self.command)[:500]}\n".encode())
             log_file.flush()
@@ -113,8 +123,14 @@ class Child:
                     poller.stop_event.set()
                     poller.join()
             exited = time.monotonic()
+        busy = machine_cpu_s() - busy_before
+        child_cpu = usage.ru_utime + usage.ru_stime  # the child and the processes it waited for
         proc.returncode = os.waitstatus_to_exitcode(status)
         return {
+            "cpu_s": child_cpu,
+            # busy CPU of everything else during the child's life: other users' processes, and (for the
+            # graph workers) MinIO and Cassandra serving it
+            "others_cpu_s": max(0.0, busy - child_cpu),
             **(poller.result() if poller else {}),
             "launched_at": launched,
             "wall_s": exited - launched,
