@@ -333,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         left = footprint.cleanup()
         if left:
-            log(f"cleanup left {len(left)} things behind: {left[:3]}")
+            log(f"cleanup left {len(left)} things behind (bucket {footprint.bucket}, workspaces "
+                f"{', '.join(footprint.workspaces)}): {left[:3]}")
         else:
             log(f"removed bucket {footprint.bucket} and {len(footprint.workspaces)} workspaces")
         if args.keep_workdir or failed:

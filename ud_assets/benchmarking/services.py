@@ -29,30 +29,40 @@ class Footprint:
                 data = path.read_bytes()
                 lib.add_document(key, detect_mime(data, path.name), data, title=path.name)
 
-    def cleanup(self) -> list[str]:
-        """Best effort, each step tried twice; returns what could not be removed."""
+    def cleanup(self, delays: tuple[float, ...] = (2.0, 5.0, 10.0)) -> list[str]:
+        """Best effort: each step is retried after each of delays (a server restarting meanwhile, as
+        other test runs may do, gets about 20 s to come back); returns what could not be removed."""
         from resources.cassandra import CassandraConfig, acquire
         from resources.cassandra_triples import keyspace_for
         from resources.s3 import make_client
 
+        def attempt(step):
+            for delay in (*delays, None):
+                try:
+                    return step()
+                except Exception:  # noqa: BLE001
+                    if delay is None:
+                        raise
+                    time.sleep(delay)
+
         failed: list[str] = []
-        steps = []
+        connection = None
         try:
-            connection = acquire(CassandraConfig.from_env())
+            connection = attempt(lambda: acquire(CassandraConfig.from_env()))
         except Exception as exc:  # noqa: BLE001
-            return [f"cassandra: {exc}"]
-        for ws in self.workspaces:
-            for table, column in (("document", "workspace"), ("upload_log", "workspace"),
-                                  ("record_generation", "workspace"), ("record_failure", "workspace")):
-                steps.append((f"librarian.{table} of {ws}", lambda ws=ws, table=table, column=column: connection.execute(
-                    f"DELETE FROM librarian.{table} WHERE {column} = ?", (ws,))))
+            failed.append(f"cassandra (workspaces {', '.join(self.workspaces)}): {exc}")
+        steps = []
+        for ws in self.workspaces if connection else ():
+            for table in ("document", "upload_log", "record_generation", "record_failure"):
+                steps.append((f"librarian.{table} of {ws}", lambda ws=ws, table=table: connection.execute(
+                    f"DELETE FROM librarian.{table} WHERE workspace = ?", (ws,))))
             steps.append((f"keyspace of {ws}", lambda ws=ws: connection.ddl(
                 f'DROP KEYSPACE IF EXISTS "{keyspace_for(ws)}"', "dropping a bench keyspace")))
-        client = make_client()
 
         def drop_bucket():
             from botocore.exceptions import ClientError
 
+            client = make_client()
             try:
                 for page in client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket):
                     keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
@@ -65,14 +75,10 @@ class Footprint:
 
         steps.append((f"bucket {self.bucket}", drop_bucket))
         for name, step in steps:
-            for attempt in (1, 2):
-                try:
-                    step()
-                    break
-                except Exception as exc:  # noqa: BLE001
-                    if attempt == 2:
-                        failed.append(f"{name}: {exc}")
-                    else:
-                        time.sleep(2)
-        connection.release()
+            try:
+                attempt(step)
+            except Exception as exc:  # noqa: BLE001
+                failed.append(f"{name}: {exc}")
+        if connection:
+            connection.release()
         return failed
