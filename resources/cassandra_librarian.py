@@ -115,6 +115,7 @@ class CassandraDocumentStore:
         self._insert = (
             f"INSERT INTO {ks}.document ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS"
         )
+        self._upsert = f"INSERT INTO {ks}.document ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         self._list = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ?"
         self._children = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND parent_id = ?"
         self._delete = f"DELETE FROM {ks}.document WHERE workspace = ? AND id = ?"
@@ -138,6 +139,16 @@ class CassandraDocumentStore:
         if event:
             self.log_event(meta.workspace, meta.id, event, meta.sha256)
         return True
+
+    def upsert_many(self, metas: Sequence[DocumentMetadata]) -> None:
+        # Children only: their ids are deterministic, so a plain INSERT (no Paxos round) is safe,
+        # and rows of one workspace share a partition: unlogged batches, sent concurrently.
+        rows = [
+            (self._upsert, (m.id, m.workspace, m.time, m.kind, m.title, m.comments, [tuple(x) for x in m.metadata],
+                            list(m.tags), m.object_id, m.parent_id, m.document_type, m.size, m.sha256), m.workspace)
+            for m in metas
+        ]
+        self.c.write_partitioned(rows, f"writing {len(rows)} child documents")
 
     def _rows(self, cql: str, params: Sequence, what: str) -> list[DocumentMetadata]:
         with self.c.errors(what):

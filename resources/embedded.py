@@ -255,6 +255,15 @@ class SqliteDocumentStore:
                 )
         return True
 
+    def upsert_many(self, metas: Sequence[DocumentMetadata]) -> None:
+        rows = [
+            (m.workspace, m.id, _ms(m.time), m.kind, m.title, m.comments, json.dumps([list(x) for x in m.metadata]),
+             json.dumps(list(m.tags)), str(m.object_id), m.parent_id, m.document_type, m.size, m.sha256)
+            for m in metas
+        ]
+        with self.db.write() as c:
+            c.executemany(f"INSERT OR REPLACE INTO document ({_DOC_COLUMNS}) VALUES ({', '.join('?' * 13)})", rows)
+
     def list(self, workspace: str, include_children: bool) -> list[DocumentMetadata]:
         sql = f"SELECT {_DOC_COLUMNS} FROM document WHERE workspace = ?"
         if not include_children:

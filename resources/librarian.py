@@ -57,6 +57,10 @@ class DocumentStore(Protocol):
         """Insert the row unless (workspace, id) exists (then False); log `event` when given."""
         ...
 
+    def upsert_many(self, metas: Sequence[DocumentMetadata]) -> None:
+        """Write child rows, replacing rows of the same (workspace, id): batched, for many children."""
+        ...
+
     def list(self, workspace: str, include_children: bool) -> list[DocumentMetadata]: ...
 
     def children(self, workspace: str, parent_id: str) -> list[DocumentMetadata]: ...
@@ -84,6 +88,19 @@ RECORD_TYPES: dict[str, type] = {"generation": Generation, "failure": Failure}
 
 
 CHILD_OBJECT_NAMESPACE = uuid.UUID("8f0c2a3e-4b1d-5c6e-9f7a-0b1c2d3e4f50")
+
+
+@dataclasses.dataclass(frozen=True)
+class Child:
+    """A child document to store with LibrarianService.put_children."""
+
+    parent_id: str
+    id: str
+    kind: str
+    content: bytes
+    document_type: str
+    title: str = ""
+    tags: tuple[str, ...] = ()
 
 
 def record_columns(kind: str) -> list[tuple[str, type]]:
@@ -238,9 +255,7 @@ class LibrarianService:
     def _store(self, *, id: str, content: bytes | BinaryIO, parent_id: str, document_type: str, **fields) -> DocumentMetadata:
         if self.documents.get(self.workspace, id) is not None:
             raise DocumentExists(f"document {id!r} already exists in workspace {self.workspace!r}")
-        # A child's object key follows from its id: a write cut short and redone lands on the same
-        # key instead of leaving an orphan object behind.
-        object_id = uuid.uuid5(CHILD_OBJECT_NAMESPACE, f"{self.workspace}\x1f{id}") if parent_id else uuid.uuid4()
+        object_id = self._child_object_id(id) if parent_id else uuid.uuid4()
         reader = HashingReader(content)
         self.objects.put(object_id, reader, fields["kind"])
         meta = DocumentMetadata(
@@ -256,6 +271,44 @@ class LibrarianService:
             self._discard_object(object_id, id)
             raise DocumentExists(f"document {id!r} already exists in workspace {self.workspace!r}")
         return meta
+
+    def put_children(self, children: Sequence[Child]) -> list[DocumentMetadata]:
+        """Store many child documents at once, idempotently: objects written concurrently, then
+        their rows in batches. A child's id and object key are deterministic, so writing the same
+        child again replaces it with itself; unlike add_child_document, an existing id is not an
+        error. Objects go first: a row never points to a missing object."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        children = list(children)
+        if not children:
+            return []
+        for child in children:
+            check_id(child.id)
+            check_kind(child.kind)
+            if child.document_type not in DOCUMENT_TYPES or child.document_type == SOURCE:
+                raise LibrarianError(f"document type {child.document_type!r} of child {child.id!r} is not a child type")
+        for parent_id in {c.parent_id for c in children}:
+            if self.documents.get(self.workspace, check_id(parent_id, "parent id")) is None:
+                raise DocumentNotFound(f"parent document {parent_id!r} not found in workspace {self.workspace!r}")
+        time = now_utc()
+        metas = [
+            DocumentMetadata(
+                id=c.id, kind=check_kind(c.kind), object_id=self._child_object_id(c.id), time=time,
+                workspace=self.workspace, title=c.title, tags=_tags(c.tags), parent_id=c.parent_id,
+                document_type=c.document_type, size=len(c.content), sha256=hashlib.sha256(c.content).hexdigest(),
+            )
+            for c in children
+        ]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(lambda pair: self.objects.put(pair[0].object_id, pair[1].content, pair[0].kind),
+                          zip(metas, children)))
+        self.documents.upsert_many(metas)
+        return metas
+
+    def _child_object_id(self, id: str) -> uuid.UUID:
+        # A child's object key follows from its id: a write cut short and redone lands on the same
+        # key instead of leaving an orphan object behind.
+        return uuid.uuid5(CHILD_OBJECT_NAMESPACE, f"{self.workspace}\x1f{id}")
 
     def _discard_object(self, object_id: uuid.UUID, id: str) -> None:
         """Delete the object of a document that was not saved, unless a saved row references it.

@@ -117,6 +117,17 @@ def shared_librarian(settings: StoreSettings | None = None):
         return lib
 
 
+def reset_shared() -> None:
+    """Forget this process's shared librarians and Cassandra sessions: the next use opens new ones.
+
+    For a process that outlived a server restart (its driver sessions may not all recover)."""
+    from resources.cassandra import shutdown_all
+
+    with _shared_lock:
+        _shared.clear()
+    shutdown_all()
+
+
 @atexit.register
 def _close_shared() -> None:
     with _shared_lock:

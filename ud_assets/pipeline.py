@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from resources.librarian import Child
 from resources.model import GRAPH_SOURCE, IMAGE, Librarian, LibrarianError, Quad, StorageUnavailable, Term
 from resources.records import Failure, Generation
 from ud_assets.decoding import ids
@@ -44,6 +45,7 @@ from ud_assets.decoding.model import (
     Section,
 )
 from ud_assets.decoding.partitioning import unstructured_version
+from ud_assets.decoding.provenance import RDF_TYPE, TG_CHUNK_TYPE
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +91,8 @@ class Outcome:
     committed: bool = False
     skipped: bool = False  # already current: nothing to do
     chunk_offsets_exact: bool = True
+    fresh_sections: bool = False  # every section (image) was written by this run: none existed before
+    fresh_images: bool = False
 
 
 def elements_object_id(document_id: str, fingerprint: str) -> uuid.UUID:
@@ -204,11 +208,13 @@ def _process(attempt: dict, librarian, document_id, config, stages, version, now
     if "sections" in stages:
         t0 = time.perf_counter()
         written = _store_sections(librarian, document_id, sections, tag)
+        outcome.fresh_sections = written == len(sections)
         timings["sections_s"] = round(time.perf_counter() - t0, 3)
         outcome.metadata["sections"] = _sections_metadata(sections, written, info, timings)
     if "images" in stages:
         t0 = time.perf_counter()
         written = _store_images(librarian, images, tag)
+        outcome.fresh_images = written == len(images)
         outcome.metadata["images"] = {
             "images": len(images),
             "written": written,
@@ -217,9 +223,8 @@ def _process(attempt: dict, librarian, document_id, config, stages, version, now
             "image_ids": [r.id for r in images][:200],
             "store_s": round(time.perf_counter() - t0, 3),
         }
-    expected_children = [s.id for s in sections] + [r.id for r in images]
-    outcome.missing_children = [cid for cid in expected_children if not librarian.exists(cid)] if (
-        stages & {"sections", "images"}) else []
+    if stages & {"sections", "images"}:
+        outcome.missing_children = _missing_children(librarian, document_id, sections, images)
 
     if "provenance_triples" in stages:
         if outcome.missing_children:
@@ -229,8 +234,10 @@ def _process(attempt: dict, librarian, document_id, config, stages, version, now
         triples = build_triples(info, sections, images, now)
         quads = [to_quad(t) for t in triples]
         entity_subjects = {q.s for q in quads} - {ids.document_iri(document_id)}
-        # Same ids on a re-run: clear this generation's subjects first, so nothing doubles.
-        librarian.triples.delete_subjects(sorted(entity_subjects), GRAPH_SOURCE, librarian.collection)
+        # Same ids on a re-run: clear this generation's subjects first, so nothing doubles. Children
+        # all written by this very run cannot have triples yet: nothing to clear then.
+        if not (outcome.fresh_sections and outcome.fresh_images):
+            librarian.triples.delete_subjects(sorted(entity_subjects), GRAPH_SOURCE, librarian.collection)
         librarian.triples.insert(quads, librarian.collection)
         outcome.triples_expected = len(quads)
         summary = {
@@ -307,29 +314,26 @@ def _elements(librarian, info: DocumentInfo, config, meta, run_partition: bool, 
 
 
 def _store_sections(librarian, document_id: str, sections: list[Section], tag: str) -> int:
-    written = 0
-    for section in sections:
-        if librarian.exists(section.id):
-            continue
-        librarian.add_child_document(
-            parent_id=document_id, id=section.id, kind="text/plain", content=section.text.encode("utf-8"),
-            document_type=section.type, title=section.label, tags=[tag],
-        )
-        written += 1
-    return written
+    """The sections not stored yet (all of them, unless a run was cut short), in one batched write."""
+    stored = {c.id for c in librarian.list_children(document_id)}
+    new = [Child(document_id, s.id, "text/plain", s.text.encode("utf-8"), s.type, s.label, (tag,))
+           for s in sections if s.id not in stored]
+    librarian.put_children(new)
+    return len(new)
 
 
 def _store_images(librarian, images: list[ImageRecord], tag: str) -> int:
-    written = 0
-    for record in images:
-        if librarian.exists(record.id):
-            continue
-        librarian.add_child_document(
-            parent_id=record.parent, id=record.id, kind=record.mime_type, content=record.data,
-            document_type=IMAGE, title=f"Image {record.ordinal}", tags=[tag],
-        )
-        written += 1
-    return written
+    new = [Child(r.parent, r.id, r.mime_type, r.data, IMAGE, f"Image {r.ordinal}", (tag,))
+           for r in images if not librarian.exists(r.id)]
+    librarian.put_children(new)
+    return len(new)
+
+
+def _missing_children(librarian, document_id: str, sections: list[Section], images: list[ImageRecord]) -> list[str]:
+    stored = {c.id for c in librarian.list_children(document_id)}
+    for parent in {r.parent for r in images}:
+        stored |= {c.id for c in librarian.list_children(parent)}
+    return [i for i in [s.id for s in sections] + [r.id for r in images] if i not in stored]
 
 
 def commit(librarian, info: DocumentInfo, config: DecoderConfig, tag: str, quads: list[Quad], summary: dict) -> list[str]:
@@ -480,32 +484,35 @@ def _chunk_stage(librarian, outcome: Outcome, attempt: dict, options: ChunkingOp
     generation = chunking.chunk_generation(info.fingerprint, options.chunk_size, options.chunk_overlap)
     tag = CHUNK_GENERATION_TAG + generation
     started_at = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    written = total = removed = 0
     exact = True
+    quads, new_chunks, leaves = [], [], []
     for section in (s for s in _current_sections(librarian, attempt, outcome) if s.leaf):
         chunks = chunking.chunk_text(section.text, options.chunk_size, options.chunk_overlap)
         exact &= all(section.text[c.offset : c.offset + c.length] == c.text for c in chunks)
-        quads, chunk_ids = [], []
+        # Sections this run wrote have no chunks yet; others may (same or older chunk generation).
+        stored = [] if outcome.fresh_sections else librarian.list_children(section.id)
+        leaves.append((section, stored))
+        have = {c.id for c in stored}
         for chunk in chunks:
             chunk_id = chunking.chunk_id(section.id, generation, chunk.index)
-            chunk_ids.append(chunk_id)
-            if not librarian.exists(chunk_id):
-                librarian.add_child_document(
-                    parent_id=section.id, id=chunk_id, kind="text/plain", content=chunk.text.encode("utf-8"),
-                    document_type="chunk", title=f"Chunk {chunk.index}", tags=[tag],
-                )
-                written += 1
+            if chunk_id not in have:
+                new_chunks.append(Child(section.id, chunk_id, "text/plain", chunk.text.encode("utf-8"), "chunk",
+                                        f"Chunk {chunk.index}", (tag,)))
             activity = chunking.chunk_activity_iri(section.id, generation, chunk.index)
             quads += [to_quad(t) for t in chunking.chunk_triples(
                 chunk, chunk_id, section.id, activity, options.chunk_size, options.chunk_overlap, started_at)]
+    librarian.put_children(new_chunks)
+    if not outcome.fresh_sections:
         subjects = sorted({q.s for q in quads} - {ids.agent_iri(chunking.CHUNKER_COMPONENT)})
         librarian.triples.delete_subjects(subjects, GRAPH_SOURCE, librarian.collection)
-        librarian.triples.insert(quads, librarian.collection)
-        total += len(chunks)
-        for old in librarian.list_children(section.id):
+    librarian.triples.insert(quads, librarian.collection)
+    removed = 0
+    for _section, stored in leaves:
+        for old in stored:
             if old.document_type == "chunk" and tag not in old.tags:
                 librarian.remove_document(old.id)
                 removed += 1
+    total, written = sum(1 for q in quads if q.p == RDF_TYPE and q.o.value == TG_CHUNK_TYPE), len(new_chunks)
     outcome.chunk_offsets_exact = exact
     outcome.metadata[CHUNKS] = {
         "chunks": total,

@@ -59,9 +59,10 @@ class CassandraRun:
         """Best effort (each step retried once): a server restarted meanwhile only leaves a warning."""
         if self.error:
             return
+        from resources.cassandra import CassandraConfig, acquire
         from resources.cassandra_triples import keyspace_for
 
-        c = self.connection
+        c = acquire(CassandraConfig.from_env())  # afresh: a test may have restarted the server
         steps = []
         for ws in self.workspaces:
             steps.append((f"rows of {ws}", lambda ws=ws: c.execute("DELETE FROM librarian.document WHERE workspace = ?", (ws,))))
