@@ -25,6 +25,7 @@ from ud_assets.partitions import documents_partitions
 GROUP = "universal_decoder"
 DECODE_RUN_TAG = "ud/decode"  # runs carrying it share the run queue's decoding limit
 TRANSIENT_ATTEMPTS = 3
+PARSE_AHEAD = 3  # documents parsed in the background while the current one is stored
 
 
 def batch_size() -> int:
@@ -100,7 +101,8 @@ CHECK_SPECS = [
     pool="decoding",
 )
 def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions, librarian: LibrarianResource):
-    from ud_assets.pipeline import CHUNKS, STAGES, ChunkingOptions, DocumentFailed, process_document, record_failure
+    from ud_assets.decoding.partitioning import unstructured_version
+    from ud_assets.pipeline import CHUNKS, STAGES, ChunkingOptions, ParseAhead
 
     lib = librarian.get()
     decoder_config = config.to_decoder_config()
@@ -109,13 +111,40 @@ def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions,
     chunking = ChunkingOptions(config.chunk_size, config.chunk_overlap)
     keys = list(context.partition_keys)
     outcomes, failures = [], []
+    version = unstructured_version()
+    # With more than one document, the next one is parsed while the current one is stored.
+    ahead = ParseAhead(lib, decoder_config, version, config.force) if len(keys) > 1 and "elements" in stages else None
+    try:
+        yield from _process_batch(context, lib, keys, decoder_config, stages, chunking, config.force, version, ahead,
+                                  outcomes, failures)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+    yield from _check_results(context, outcomes)
+    if failures:
+        lines = [str(f) for f in failures]
+        raise dg.Failure(
+            description=f"{len(failures)} of {len(keys)} documents failed: " + "; ".join(lines)[:2000],
+            metadata={"failed": dg.MetadataValue.json({f.document_id: f.cause for f in failures}),
+                      "succeeded": len(outcomes)},
+            allow_retries=any(f.transient for f in failures),
+        )
+
+
+def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, version, ahead, outcomes, failures):
+    from ud_assets.pipeline import DocumentFailed, process_document, record_failure
+
     for index, key in enumerate(keys, start=1):
+        if ahead is not None:  # keep a few documents parsed ahead: a long store overlaps several parses
+            for next_key in keys[index:index + PARSE_AHEAD]:
+                ahead.submit(next_key)
         started = time.perf_counter()
         context.log.info(f"[{index}/{len(keys)}] {key}")
         try:
-            outcome = _with_retries(lambda: process_document(lib, key, decoder_config, stages,
-                                                             progress=context.log.debug, force=config.force,
-                                                             chunking=chunking), context)
+            outcome = _with_retries(lambda: process_document(lib, key, decoder_config, stages, version=version,
+                                                             progress=context.log.debug, force=force,
+                                                             chunking=chunking, ahead=ahead), context)
         except DocumentFailed as failure:
             failures.append(failure)
             context.log.error(f"document {failure}")
@@ -132,16 +161,6 @@ def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions,
             if stage == stages[-1]:
                 metadata["document_s"] = elapsed
             yield dg.AssetMaterialization(asset_key=stage, partition=key, metadata=_metadata(metadata))
-
-    yield from _check_results(context, outcomes)
-    if failures:
-        lines = [str(f) for f in failures]
-        raise dg.Failure(
-            description=f"{len(failures)} of {len(keys)} documents failed: " + "; ".join(lines)[:2000],
-            metadata={"failed": dg.MetadataValue.json({f.document_id: f.cause for f in failures}),
-                      "succeeded": len(outcomes)},
-            allow_retries=any(f.transient for f in failures),
-        )
 
 
 def _with_retries(attempt, context):

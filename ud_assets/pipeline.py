@@ -113,6 +113,7 @@ def process_document(
     progress: Callable[[str], None] = lambda message: None,
     force: bool = False,
     chunking: ChunkingOptions = ChunkingOptions(),
+    ahead: "ParseAhead | None" = None,
 ) -> Outcome:
     """Run the selected stages for one document; raises DocumentFailed naming the cause.
 
@@ -123,7 +124,7 @@ def process_document(
     attempt: dict = {}
     try:
         outcome = _process(attempt, librarian, document_id, config, stages, version or unstructured_version(), now,
-                           progress, force)
+                           progress, force, ahead)
         if CHUNKS in stages:
             _chunk_stage(librarian, outcome, attempt, chunking, now)
         return outcome
@@ -152,7 +153,7 @@ def _classify(document_id: str, exc: Exception) -> DocumentFailed:
     return DocumentFailed(document_id, f"{type(exc).__name__}: {first[:200]}")
 
 
-def _process(attempt: dict, librarian, document_id, config, stages, version, now, progress, force) -> Outcome:
+def _process(attempt: dict, librarian, document_id, config, stages, version, now, progress, force, ahead=None) -> Outcome:
     outcome = Outcome(document_id)
     meta = librarian.get_metadata(document_id)
     if meta.parent_id:
@@ -195,7 +196,7 @@ def _process(attempt: dict, librarian, document_id, config, stages, version, now
         return outcome  # chunks alone: they start from the stored sections
 
     started = time.perf_counter()
-    elements = _elements(librarian, info, config, meta, "elements" in stages, outcome, progress)
+    elements = _elements(librarian, info, config, meta, "elements" in stages, outcome, progress, ahead)
     outcome.metadata.setdefault("elements", {})
     timings = {"partition_s": round(time.perf_counter() - started, 3)}
 
@@ -264,7 +265,8 @@ def _process(attempt: dict, librarian, document_id, config, stages, version, now
     return outcome
 
 
-def _elements(librarian, info: DocumentInfo, config, meta, run_partition: bool, outcome: Outcome, progress) -> list[Element]:
+def _elements(librarian, info: DocumentInfo, config, meta, run_partition: bool, outcome: Outcome, progress,
+              ahead: "ParseAhead | None" = None) -> list[Element]:
     object_id = elements_object_id(info.id, info.fingerprint)
     if not run_partition:
         try:
@@ -279,10 +281,16 @@ def _elements(librarian, info: DocumentInfo, config, meta, run_partition: bool, 
     limits = Limits.from_env()
     if meta.size > limits.max_bytes:  # refused before a byte is read: never hold a huge object in memory
         raise DecodeError(f"document is {meta.size} bytes, above the limit of {limits.max_bytes} (UD_DECODE_MAX_BYTES)")
-    progress(f"partitioning {info.id} ({info.mime_type}, {meta.size} bytes)")
-    data = librarian.get_content(info.id)
     started = time.perf_counter()
-    elements = partition_document(data, info, config, meta.title or None)
+    parsed = ahead.take(info.id, info.fingerprint) if ahead is not None else None
+    if parsed is not None:  # parsed in the background while the previous document was being stored
+        elements, info.strategy_used, notes, stats = parsed
+        info.notes.extend(notes)
+        info.stats.update(stats)
+    else:
+        progress(f"partitioning {info.id} ({info.mime_type}, {meta.size} bytes)")
+        data = librarian.get_content(info.id)
+        elements = partition_document(data, info, config, meta.title or None)
     elapsed = time.perf_counter() - started
     payload = json.dumps(
         {
@@ -422,7 +430,14 @@ def to_quad(triple) -> Quad:
 
 
 def count_stored(librarian, subjects: set[str]) -> int:
-    return sum(len(librarian.triples.query(s=s, g=GRAPH_SOURCE, collection=librarian.collection)) for s in subjects)
+    """Triples stored for these subjects, read back (concurrently: one partition read each)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def stored(subject: str) -> int:
+        return len(librarian.triples.query(s=subject, g=GRAPH_SOURCE, collection=librarian.collection))
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return sum(pool.map(stored, sorted(subjects)))
 
 
 def offsets_exact(sections: list[Section]) -> bool:
@@ -523,3 +538,59 @@ def _chunk_stage(librarian, outcome: Outcome, attempt: dict, options: ChunkingOp
         "chunk_generation": generation,
         "chunk_s": round(time.perf_counter() - started, 3),
     }
+
+
+class ParseAhead:
+    """Parses the next document of a batch in the background while the current one is stored.
+
+    The parse itself runs in a forked child (decoding.isolation), so it uses the second core
+    while this process writes to the librarian; a batch then costs about its parsing time.
+    Documents that would be skipped (up to date, or a known failure) are not parsed ahead.
+    """
+
+    def __init__(self, librarian, config: DecoderConfig, version: str, force: bool = False):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.librarian, self.config, self.version, self.force = librarian, config, version, force
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parse-ahead")
+        self._futures: dict = {}
+
+    def submit(self, document_id: str) -> None:
+        if document_id not in self._futures:
+            self._futures[document_id] = self._pool.submit(self._parse, document_id)
+
+    def take(self, document_id: str, fingerprint: str):
+        """(elements, strategy used, notes, stats) parsed ahead for this generation, or None.
+
+        A failure of the background parse is raised here, as the parse's own failure."""
+        future = self._futures.pop(document_id, None)
+        if future is None:
+            return None
+        result = future.result()
+        if result is None or result[0] != fingerprint:
+            return None
+        return result[1:]
+
+    def _parse(self, document_id: str):
+        from ud_assets.decoding.limits import Limits
+
+        lib = self.librarian
+        meta = lib.get_metadata(document_id)
+        if meta.parent_id or meta.size > Limits.from_env().max_bytes:
+            return None
+        fingerprint = ids.fingerprint(meta.sha256, self.version, self.config)
+        if not self.force:
+            known, current = lib.get_failure(document_id), lib.get_generation(document_id)
+            if (known is not None and not known.transient and known.fingerprint == fingerprint) or (
+                    current is not None and current.fingerprint == fingerprint):
+                return None
+        data = lib.get_content(document_id)
+        info = describe_document(data[:65536], document_id, self.config, filename=meta.title,
+                                 declared_kind=meta.kind, title=meta.title, version=self.version)
+        elements = partition_document(data, info, self.config, meta.title or None)
+        return fingerprint, elements, info.strategy_used, info.notes, info.stats
+
+    def close(self) -> None:
+        for future in self._futures.values():
+            future.cancel()
+        self._pool.shutdown(wait=True)

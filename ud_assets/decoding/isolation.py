@@ -168,6 +168,9 @@ def default_partitioner() -> IsolatedPartitioner:
         return _default
 
 
+_FORK_LOCK = threading.Lock()
+
+
 def _run_in_child(target: Target, limits: Limits, args: tuple) -> tuple[Partitioned, dict]:
     reap_children()
     read_end, write_end = os.pipe()
@@ -175,7 +178,8 @@ def _run_in_child(target: Target, limits: Limits, args: tuple) -> tuple[Partitio
         stream.flush()
     parent = os.getpid()
     started = time.perf_counter()
-    pid = os.fork()
+    with _FORK_LOCK:  # one fork at a time: forks from two threads at once trip at-fork hooks (filelock)
+        pid = os.fork()
     if pid == 0:  # the child never returns from here
         os.close(read_end)
         _child(write_end, target, limits, args, parent)
