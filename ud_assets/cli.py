@@ -22,14 +22,7 @@ def add_decoder_options(parser: argparse.ArgumentParser) -> None:
 def decoder_config(args: argparse.Namespace):
     from ud_assets.decoding.model import DecoderConfig
 
-    return DecoderConfig(
-        strategy=args.strategy,
-        languages=tuple(args.languages.split(",")),
-        section_strategy=args.section_strategy,
-        section_element_count=args.section_element_count,
-        section_max_size=args.section_max_size,
-        section_within_pages=args.section_within_pages,
-    )
+    return DecoderConfig.from_options(args)
 
 
 def cmd_decode(args: argparse.Namespace) -> int:

@@ -39,11 +39,4 @@ class DecoderOptions(dg.Config):
         return self
 
     def to_decoder_config(self) -> DecoderConfig:
-        return DecoderConfig(
-            strategy=self.strategy,
-            languages=tuple(self.languages.split(",")),
-            section_strategy=self.section_strategy,
-            section_element_count=self.section_element_count,
-            section_max_size=self.section_max_size,
-            section_within_pages=self.section_within_pages,
-        )
+        return DecoderConfig.from_options(self)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 STRATEGIES = ("auto", "fast", "hi_res", "ocr_only")
@@ -56,6 +56,11 @@ class DecoderConfig:
         for lang in self.languages:
             if not lang.replace("_", "").isalnum():
                 raise ConfigError(f"invalid OCR language code {lang!r}")
+
+    @classmethod
+    def from_options(cls, options: Any) -> "DecoderConfig":
+        """From anything carrying the options as attributes of the same names (CLI arguments, run config)."""
+        return cls(**{f.name: getattr(options, f.name) for f in fields(cls)})
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
