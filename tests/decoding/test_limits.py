@@ -208,3 +208,14 @@ def test_nested_archives():
     shallow = _package({"[Content_Types].xml": b"<Types/>", "word/document.xml": b"<w/>",
                         "word/embeddings/Sheet.xlsx": docgen.xlsx()})
     check_input(shallow, detect.DOCX, DEFAULT)
+
+
+def test_deeply_nested_markup_is_refused_with_its_cause():
+    from ud_assets.decoding.limits import MAX_MARKUP_DEPTH
+
+    deep = b"<html><body>" + b"<div>" * 100_000 + b"deep" + b"</div>" * 100_000 + b"</body></html>"
+    assert refused(deep, detect.HTML) == f"HTML is nested more than {MAX_MARKUP_DEPTH} elements deep"
+    siblings = b"<html><body>" + b"<p>para<br>line</p><img src='x.png'>" * 20_000 + b"</body></html>"
+    check_input(siblings, detect.HTML, DEFAULT)  # many elements, shallow: fine
+    shallow = b"<html><body>" + b"<div>" * 500 + b"ok" + b"</div>" * 500 + b"</body></html>"
+    check_input(shallow, detect.HTML, DEFAULT)

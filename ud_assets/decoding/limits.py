@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import zipfile
 from dataclasses import dataclass
 
@@ -21,6 +22,11 @@ MiB = 1024 * 1024
 # A ZIP package with more members than this is a bomb, not a document: EPUBs with thousands of
 # pictures stay well below it.
 MAX_ZIP_ENTRIES = 20_000
+# HTML parsers stop building the tree far below this depth and drop what lies deeper, silently:
+# refuse such documents with a reason instead of returning a decode that lost its content.
+MAX_MARKUP_DEPTH = 1_000
+_VOID_TAGS = frozenset(b"area base br col embed hr img input link meta source track wbr param keygen".split())
+_TAG = re.compile(rb"<(/?)([A-Za-z][A-Za-z0-9:-]*)[^<>]*?(/?)>")
 # XML compresses about 10:1 and a repetitive spreadsheet rarely beyond 100:1; above that *and*
 # big, the package is built to inflate.
 MAX_ZIP_RATIO = 100
@@ -98,6 +104,8 @@ def check_input(data: bytes, mime: str, limits: Limits) -> None:
     elif detect.is_text_kind(mime) or mime == detect.EML:
         if _looks_binary(data):
             _mislabeled(mime, data)
+        if mime in (detect.HTML, detect.XML):
+            _check_nesting(data, mime)
 
 
 def _label(mime: str) -> str:
@@ -219,3 +227,17 @@ def _odf_encrypted(archive: zipfile.ZipFile, names: set[str]) -> bool:
     if manifest not in names or archive.getinfo(manifest).file_size > 4 * MiB:
         return False
     return b"encryption-data" in archive.read(manifest)
+
+
+def _check_nesting(data: bytes, mime: str) -> None:
+    """Refuse markup nested deeper than MAX_MARKUP_DEPTH (one linear pass over the tags)."""
+    depth = deepest = 0
+    for closing, name, self_closing in _TAG.findall(data):
+        if closing:
+            depth = max(0, depth - 1)
+        elif not self_closing and name.lower() not in _VOID_TAGS:
+            depth += 1
+            deepest = max(deepest, depth)
+            if deepest > MAX_MARKUP_DEPTH:
+                label = "HTML" if mime == detect.HTML else "XML"
+                raise DecodeError(f"{label} is nested more than {MAX_MARKUP_DEPTH} elements deep")
