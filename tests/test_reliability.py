@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -213,11 +214,33 @@ def test_hostile_documents_fail_alone_with_a_named_cause_and_change_nothing(libr
         set().union(*(document_quads(lib.triples, k, lib.collection) for k in decoded)))
 
 
+def _port_open(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+def _listener_pids(port: int) -> set[int]:
+    out = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True, text=True).stdout
+    return {int(pid) for pid in re.findall(r"pid=(\d+)", out)}
+
+
 def _cassandra(action: str) -> None:
-    """Stop or start the shared test Cassandra itself (the real process), as an outage would."""
-    script = {"stop": "source scripts/services/lib.sh && source scripts/services/cassandra.sh && cassandra_stop",
-              "start": "scripts/services/up.sh"}[action]
-    subprocess.run(["bash", "-c", script], cwd=REPO, check=True, stdout=subprocess.DEVNULL, timeout=300)
+    """Stop or start the test Cassandra itself (the real process), as an outage would."""
+    if action == "start":
+        subprocess.run(["scripts/services/up.sh"], cwd=REPO, check=True, stdout=subprocess.DEVNULL, timeout=300)
+        return
+    subprocess.run(["bash", "-c", "source scripts/services/lib.sh && source scripts/services/cassandra.sh && "
+                    "cassandra_stop"], cwd=REPO, check=True, stdout=subprocess.DEVNULL, timeout=300)
+    port = int(os.environ.get("CASSANDRA_PORT", "9042"))
+    for pid in _listener_pids(port):  # a server started from another clone: stop it all the same
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.time() + 90
+    while _port_open(port):
+        assert time.time() < deadline, f"Cassandra on port {port} did not stop"
+        time.sleep(0.5)
 
 
 def _wait_for_reconnection(lib, healthy_in_a_row: int = 20) -> None:
