@@ -54,7 +54,9 @@ def summary(librarian, document_ids: list[str]) -> list[dict]:
         generation = librarian.get_generation(doc_id)
         failure = {f.document_id: f for f in librarian.list_failures()}.get(doc_id)
         children = librarian.list_children(doc_id)
-        images = sum(len(librarian.list_children(c.id)) for c in children)
+        grandchildren = [g for c in children for g in librarian.list_children(c.id)]
+        images = sum(1 for g in grandchildren if g.document_type == "image")
+        chunks = sum(1 for g in grandchildren if g.document_type == "chunk")
         counts = json.loads(generation.summary_json) if generation else {}
         rows.append(
             {
@@ -64,6 +66,7 @@ def summary(librarian, document_ids: list[str]) -> list[dict]:
                 "sections": sum(1 for c in children if c.document_type == "section"),
                 "tables": counts.get("tables", 0),
                 "images": images,
+                "chunks": chunks,
                 "triples": counts.get("triples", 0),
                 "status": "ok" if generation else f"failed: {failure.error if failure else 'not decoded'}",
             }
@@ -72,7 +75,7 @@ def summary(librarian, document_ids: list[str]) -> list[dict]:
 
 
 def print_table(rows: list[dict]) -> None:
-    columns = ["document", "pages", "sections", "tables", "images", "triples", "status"]
+    columns = ["document", "pages", "sections", "tables", "images", "chunks", "triples", "status"]
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in columns}
     print("  ".join(c.ljust(widths[c]) for c in columns))
     for row in rows:
