@@ -235,8 +235,6 @@ def _cassandra(action: str) -> None:
     subprocess.run(["bash", "-c", "source scripts/services/lib.sh && source scripts/services/cassandra.sh && "
                     "cassandra_stop"], cwd=REPO, check=True, stdout=subprocess.DEVNULL, timeout=300)
     port = int(os.environ.get("CASSANDRA_PORT", "9042"))
-    for pid in _listener_pids(port):  # a server started from another clone: stop it all the same
-        os.kill(pid, signal.SIGTERM)
     deadline = time.time() + 90
     while _port_open(port):
         assert time.time() < deadline, f"Cassandra on port {port} did not stop"
@@ -256,11 +254,21 @@ def _wait_for_reconnection(lib, healthy_in_a_row: int = 20) -> None:
             time.sleep(1)
 
 
+def _this_checkouts_cassandra() -> bool:
+    """Whether the Cassandra on the port is the one this checkout's scripts started (and can restart)."""
+    pidfile = REPO / ".services" / "cassandra" / "cassandra.pid"
+    port = int(os.environ.get("CASSANDRA_PORT", "9042"))
+    return pidfile.exists() and pidfile.read_text().strip() in {str(p) for p in _listener_pids(port)}
+
+
 def test_cassandra_stopped_mid_materialization_then_back_converges(instance, graph_cassandra_run, monkeypatch):
     import ud_assets.pipeline as pipeline
 
     if graph_cassandra_run.error:
         pytest.fail(graph_cassandra_run.error, pytrace=False)
+    if not _this_checkouts_cassandra():  # its data lives in another checkout: stopping it here would lose it
+        pytest.fail("the Cassandra on the test port was started by another checkout's scripts/services; stop it "
+                    "there (make services-down) so that this checkout's `make test` starts its own", pytrace=False)
     resource = LibrarianResource(backend="cassandra", workspace=graph_cassandra_run.new_workspace(),
                                  bucket=graph_cassandra_run.bucket)
     lib = resource.get()
