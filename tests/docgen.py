@@ -592,3 +592,49 @@ def random_bytes(size: int = 4096) -> bytes:
     import random
 
     return random.Random(7).randbytes(size)
+
+
+# -- a long PDF for the page-range parse -----------------------------------------------------
+
+LONG_PDF_PAGES = 36
+LONG_PDF_UNTITLED_PAGES = (10, 19, 20)  # 1-based: no heading, their text belongs to an earlier page's
+LONG_PDF_LINK = "https://example.org/lineage"
+
+
+def long_pdf(pages: int = LONG_PDF_PAGES) -> bytes:
+    """Many pages of headings, paragraphs and bullets, with links, pictures, a rotated page and a
+    landscape page; some pages have no heading, so their text's parent sits on an earlier page."""
+    from reportlab.pdfgen.canvas import Canvas
+
+    out = io.BytesIO()
+    canvas = Canvas(out, pagesize=PDF_PAGE_SIZE, invariant=1)
+    for number in range(1, pages + 1):
+        size = (PDF_PAGE_SIZE[1], PDF_PAGE_SIZE[0]) if number == 7 else PDF_PAGE_SIZE
+        canvas.setPageSize(size)
+        if number == 12:
+            canvas.setPageRotation(90)
+        height = size[1]
+        y = height - 72
+        if number not in LONG_PDF_UNTITLED_PAGES:
+            canvas.setFont("Helvetica-Bold", 20)
+            canvas.drawString(72, y, f"Chapter {number} Findings")
+            y -= 40
+        canvas.setFont("Helvetica", 11)
+        for paragraph in range(3):
+            for line in range(3):
+                canvas.drawString(72, y, f"Page {number} paragraph {paragraph} line {line} reports what was measured there.")
+                y -= 14
+            y -= 12
+        for item in range(2):
+            canvas.drawString(84, y, f"\u2022 Item {item} of page {number} is listed here.")
+            y -= 16
+        if number % 4 == 0:
+            canvas.drawString(72, y, "The lineage note is online.")
+            canvas.linkURL(LONG_PDF_LINK, (72, y - 2, 260, y + 10), relative=0)
+            y -= 20
+        if number % 5 == 0:
+            _draw(canvas, pdf_png() if number % 10 else pdf_jpeg(), (72.0, height - y + 10, 152.0, height - y + 70))
+        canvas.showPage()
+        canvas.setPageRotation(0)
+    canvas.save()
+    return out.getvalue()

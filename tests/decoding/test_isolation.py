@@ -13,7 +13,7 @@ from ud_assets.decoding import detect, isolation
 from ud_assets.decoding.isolation import IsolatedPartitioner, isolation_available, isolation_enabled
 from ud_assets.decoding.limits import Limits
 from ud_assets.decoding.model import ConfigError, DecodeError, DecoderConfig
-from ud_assets.decoding.partitioning import Partitioned, partition_bytes
+from ud_assets.decoding.partitioning import SPLIT_MIN_BYTES, Partitioned, partition_bytes
 
 CONFIG = DecoderConfig()
 GOOD = (docgen.markdown(), detect.MARKDOWN)
@@ -208,6 +208,32 @@ def test_deeply_nested_html_never_takes_the_parent_down(warm):
         assert stats["wall_s"] < 60 and len(parted.elements) <= depth
     assert warm.partition(*GOOD, CONFIG)[0] == partition_bytes(*GOOD, CONFIG)
     assert _no_children_left()
+
+
+def test_a_long_pdf_is_parsed_as_page_ranges_side_by_side_giving_the_same_elements(warm):
+    data = docgen.long_pdf()
+    assert len(data) >= SPLIT_MIN_BYTES
+    whole = partition_bytes(data, detect.PDF, CONFIG)
+    # Page 19 opens the second range without a heading: its text's parent is on page 18.
+    assert any(e.page_number == 19 and e.parent_id for e in whole.elements)
+    with IsolatedPartitioner(Limits(timeout_s=120, workers=2)) as two, \
+            IsolatedPartitioner(Limits(timeout_s=120, workers=1)) as one:
+        split, split_stats = two.partition(data, detect.PDF, CONFIG)
+        single, single_stats = one.partition(data, detect.PDF, CONFIG)
+    assert split_stats["parts"] == 2 and "parts" not in single_stats
+    assert split == whole == single
+    assert split_stats["parts_work_s"] > split_stats["work_s"] > 0
+    assert _no_children_left()
+
+
+def test_an_unreadable_pdf_big_enough_to_split_fails_as_the_whole_parse_does(warm):
+    garbage = b"%PDF-1.7\n" + bytes(range(256)) * (2 * SPLIT_MIN_BYTES // 256)
+    with pytest.raises(DecodeError) as in_process:
+        partition_bytes(garbage, detect.PDF, CONFIG)
+    with pytest.raises(DecodeError) as isolated:
+        warm.partition(garbage, detect.PDF, CONFIG)
+    assert str(isolated.value) == str(in_process.value)
+    assert warm.partition(*GOOD, CONFIG)[0] == partition_bytes(*GOOD, CONFIG)
 
 
 def test_isolation_is_available_here():

@@ -90,9 +90,9 @@ def image_data(data: bytes, declared_mime: str | None = None, **fields: Any) -> 
 # -- PDF -----------------------------------------------------------------------------------------
 
 
-def pdf_images(data: bytes) -> list[ImageData]:
-    """Every image object of every page (form XObjects included), in page order, then top to
-    bottom, then left to right.
+def pdf_images(data: bytes, pages: range | None = None) -> list[ImageData]:
+    """Every image object of every page (or of `pages`, 0-based indexes; form XObjects included),
+    in page order, then top to bottom, then left to right.
 
     JPEG (DCTDecode) and JPEG 2000 (JPXDecode) images keep their embedded bytes; other images
     are their decoded pixels saved as PNG. Coordinates are PDF points from the page's top-left
@@ -105,7 +105,7 @@ def pdf_images(data: bytes) -> list[ImageData]:
     images: list[ImageData] = []
     pdf = pdfium.PdfDocument(data)
     try:
-        for page_index in range(len(pdf)):
+        for page_index in pages if pages is not None else range(len(pdf)):
             page = pdf[page_index]
             try:
                 to_layout, layout_width, layout_height = _pdf_layout_transform(page)

@@ -35,7 +35,16 @@ from typing import Callable
 from . import limits as limits_module
 from .limits import Limits, MiB
 from .model import ConfigError, DecodeError, DecoderConfig
-from .partitioning import Partitioned, partition_bytes
+from . import detect
+from .partitioning import (
+    SPLIT_MIN_BYTES,
+    Partitioned,
+    merge_pdf_parts,
+    partition_bytes,
+    partition_pdf_pages,
+    pdf_page_ranges,
+    plan_pdf,
+)
 
 Target = Callable[[bytes, str, DecoderConfig, "str | None"], Partitioned]
 _HEADER = struct.Struct("<Q")  # length prefix: a sibling child holding our pipe must not delay EOF
@@ -152,7 +161,43 @@ class IsolatedPartitioner:
             parted = self.target(data, mime, config, filename)
             return parted, {"isolated": False, "wall_s": time.perf_counter() - started}
         self.start()
-        return _run_in_child(self.target, self.limits, (data, mime, config, filename))
+        args = (data, mime, config, filename)
+        if (self.target is partition_bytes and mime == detect.PDF and self.limits.workers > 1
+                and len(data) >= SPLIT_MIN_BYTES):
+            return self._partition_pdf(args)
+        return _run_in_child(self.target, self.limits, args)
+
+    def _partition_pdf(self, args: tuple) -> tuple[Partitioned, dict]:
+        """A large PDF as page ranges parsed in concurrent children (one per worker), then merged.
+
+        A first child reads the strategy and the page count (the parent never opens untrusted
+        bytes); a PDF too small to gain, or not parsed page by page, is parsed whole."""
+        from concurrent.futures import ThreadPoolExecutor
+        from functools import partial
+
+        started = time.perf_counter()
+        plan, plan_stats = _run_in_child(plan_pdf, self.limits, args)
+        ranges = pdf_page_ranges(plan, args[2], self.limits.workers)
+        if not ranges:
+            return _run_in_child(self.target, self.limits, args)
+        with ThreadPoolExecutor(max_workers=len(ranges), thread_name_prefix="pdf-pages") as pool:
+            futures = [pool.submit(_run_in_child, partial(partition_pdf_pages, pages=pages, strategy=plan.strategy),
+                                   self.limits, args) for pages in ranges]
+            results = [future.result() for future in futures]  # the first failure is the document's
+        merged = merge_pdf_parts([part for part, _ in results], plan)
+        all_stats = [plan_stats] + [stats for _, stats in results]
+        wall = time.perf_counter() - started
+        return merged, {
+            "isolated": True,
+            "parts": len(ranges),
+            "wall_s": wall,
+            # On the critical path: the plan, then the longest range (they run side by side).
+            "work_s": (plan_stats["work_s"] or 0.0) + max(s["work_s"] or 0.0 for _, s in results),
+            "parts_work_s": sum(s["work_s"] or 0.0 for _, s in results),
+            "child_peak_rss_mb": max((s["child_peak_rss_mb"] or 0.0) for s in all_stats) or None,
+            "child_private_mb": sum((s["child_private_mb"] or 0.0) for s in all_stats) or None,
+            "fork_overhead_ms": sum((s["fork_overhead_ms"] or 0.0) for s in all_stats),
+        }
 
 
 _default: IsolatedPartitioner | None = None

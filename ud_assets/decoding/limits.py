@@ -47,6 +47,7 @@ class Limits:
     memory_mb: int = 4096  # what one document may add to the warm decoder's memory
     max_bytes: int = 512 * MiB
     max_pages: int = 5000
+    workers: int = 2  # parses at once: documents of a batch, page ranges of one large PDF
 
     @classmethod
     def from_env(cls, environ: dict | None = None) -> "Limits":
@@ -57,6 +58,7 @@ class Limits:
             memory_mb=_positive(env, "UD_DECODE_MEMORY_MB", default.memory_mb, int),
             max_bytes=_positive(env, "UD_DECODE_MAX_BYTES", default.max_bytes, int),
             max_pages=_positive(env, "UD_DECODE_MAX_PAGES", default.max_pages, int),
+            workers=_positive(env, "UD_PARSE_WORKERS", default.workers, int),
         )
 
     @property
