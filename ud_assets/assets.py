@@ -25,7 +25,7 @@ from ud_assets.partitions import documents_partitions
 GROUP = "universal_decoder"
 DECODE_RUN_TAG = "ud/decode"  # runs carrying it share the run queue's decoding limit
 TRANSIENT_ATTEMPTS = 3
-PARSE_AHEAD = 3  # documents parsed in the background while the current one is stored
+PARSE_LOOKAHEAD = 2  # parsed documents that may wait, beyond one per parse worker, while others are stored
 
 
 def batch_size() -> int:
@@ -102,7 +102,7 @@ CHECK_SPECS = [
 )
 def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions, librarian: LibrarianResource):
     from ud_assets.decoding.partitioning import unstructured_version
-    from ud_assets.pipeline import CHUNKS, STAGES, ChunkingOptions, ParseAhead
+    from ud_assets.pipeline import CHUNKS, STAGES, ChunkingOptions, ParseAhead, parse_workers
 
     lib = librarian.get()
     decoder_config = config.to_decoder_config()
@@ -112,8 +112,9 @@ def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions,
     keys = list(context.partition_keys)
     outcomes, failures = [], []
     version = unstructured_version()
-    # With more than one document, the next one is parsed while the current one is stored.
-    ahead = ParseAhead(lib, decoder_config, version, config.force) if len(keys) > 1 and "elements" in stages else None
+    # With more than one document, several are parsed at once while finished ones are stored.
+    ahead = (ParseAhead(lib, decoder_config, version, config.force, workers=parse_workers(), lookahead=PARSE_LOOKAHEAD)
+             if len(keys) > 1 and "elements" in stages else None)
     try:
         yield from _process_batch(context, lib, keys, decoder_config, stages, chunking, config.force, version, ahead,
                                   outcomes, failures)
@@ -135,10 +136,9 @@ def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions,
 def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, version, ahead, outcomes, failures):
     from ud_assets.pipeline import DocumentFailed, process_document, record_failure
 
-    for index, key in enumerate(keys, start=1):
-        if ahead is not None:  # keep a few documents parsed ahead: a long store overlaps several parses
-            for next_key in keys[index:index + PARSE_AHEAD]:
-                ahead.submit(next_key)
+    # Parsed ahead, documents come back as their parses finish (largest started first).
+    order = ahead.in_completion_order(keys) if ahead is not None else keys
+    for index, key in enumerate(order, start=1):
         started = time.perf_counter()
         context.log.info(f"[{index}/{len(keys)}] {key}")
         try:

@@ -540,24 +540,70 @@ def _chunk_stage(librarian, outcome: Outcome, attempt: dict, options: ChunkingOp
     }
 
 
-class ParseAhead:
-    """Parses the next document of a batch in the background while the current one is stored.
+def parse_workers() -> int:
+    """Documents of a batch parsed at once (UD_PARSE_WORKERS, default 2), each in its own child."""
+    from ud_assets.decoding.limits import Limits
 
-    The parse itself runs in a forked child (decoding.isolation), so it uses the second core
-    while this process writes to the librarian; a batch then costs about its parsing time.
-    Documents that would be skipped (up to date, or a known failure) are not parsed ahead.
+    return Limits.from_env().workers
+
+
+class ParseAhead:
+    """Parses a batch's documents in the background, several at once, while finished ones are stored.
+
+    Each parse runs in a forked child (decoding.isolation), so `workers` parses use as many cores
+    while this process writes to the librarian. `in_completion_order` starts the largest documents
+    first and hands documents back as their parses finish: a batch then costs about its longest
+    parse plus that document's storage, instead of the sum of every parse and every store.
+    At most `workers + lookahead` parsed documents wait in memory. Documents that would be
+    skipped (up to date, or a known failure) are not parsed ahead.
     """
 
-    def __init__(self, librarian, config: DecoderConfig, version: str, force: bool = False):
+    def __init__(self, librarian, config: DecoderConfig, version: str, force: bool = False,
+                 workers: int = 2, lookahead: int = 2):
         from concurrent.futures import ThreadPoolExecutor
 
         self.librarian, self.config, self.version, self.force = librarian, config, version, force
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parse-ahead")
+        self.window = max(1, workers) + max(0, lookahead)
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="parse-ahead")
         self._futures: dict = {}
 
     def submit(self, document_id: str) -> None:
         if document_id not in self._futures:
             self._futures[document_id] = self._pool.submit(self._parse, document_id)
+
+    def in_completion_order(self, document_ids: list[str]):
+        """Yields every document id once, each as soon as its background parse has finished.
+
+        The caller processes (and `take`s) each before asking for the next one."""
+        from collections import deque
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        queue = deque(self.largest_first(document_ids))
+        while queue or self._futures:
+            while queue and len(self._futures) < self.window:
+                self.submit(queue.popleft())
+            done, _ = wait(list(self._futures.values()), return_when=FIRST_COMPLETED)
+            # Of those finished, the one started first (dicts keep submission order).
+            document_id = next(k for k, future in self._futures.items() if future in done)
+            yield document_id
+            self._futures.pop(document_id, None)  # not taken: skipped before its elements were needed
+
+    def largest_first(self, document_ids: list[str]) -> list[str]:
+        """Biggest first, so the longest parse starts at once and the rest fill the other workers.
+
+        Size is a cheap proxy for parse time; a document whose metadata cannot be read keeps its
+        place and fails when it is processed, with its cause."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        def size(document_id: str) -> int:
+            try:
+                return self.librarian.get_metadata(document_id).size
+            except Exception:  # noqa: BLE001 - reported by process_document, not here
+                return 0
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            sizes = dict(zip(document_ids, pool.map(size, document_ids)))
+        return sorted(document_ids, key=lambda d: -sizes[d])
 
     def take(self, document_id: str, fingerprint: str):
         """(elements, strategy used, notes, stats) parsed ahead for this generation, or None.
