@@ -563,9 +563,14 @@ class ParseAhead:
         from concurrent.futures import ThreadPoolExecutor
 
         self.librarian, self.config, self.version, self.force = librarian, config, version, force
+        from ud_assets.decoding.isolation import warm_up
+
         self.window = max(1, workers) + max(0, lookahead)
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="parse-ahead")
         self._futures: dict = {}
+        # A batch is worth warming for every format once, before its first parse (the first
+        # parses wait for it): each child then starts with every parser imported.
+        self._pool.submit(warm_up)
 
     def submit(self, document_id: str) -> None:
         if document_id not in self._futures:

@@ -236,5 +236,29 @@ def test_an_unreadable_pdf_big_enough_to_split_fails_as_the_whole_parse_does(war
     assert warm.partition(*GOOD, CONFIG)[0] == partition_bytes(*GOOD, CONFIG)
 
 
+def test_a_process_warms_only_the_formats_it_decodes():
+    """One document pays for its own parser's import, not for every format's (python-docx...)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import sys
+        from tests import docgen
+        from ud_assets.decoding import detect, isolation
+        from ud_assets.decoding.model import DecoderConfig
+        parted, _ = isolation.default_partitioner().partition(docgen.pdf_text(2), detect.PDF, DecoderConfig())
+        assert parted.elements
+        loaded = lambda: sorted(m for m in ("docx", "pptx", "openpyxl") if m in sys.modules)
+        print(sorted(isolation._warmed), loaded())
+        isolation.warm_up()
+        print(sorted(isolation._warmed), loaded())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    first, after_all = out.stdout.strip().splitlines()[-2:]
+    assert first == "['html', 'md', 'pdf', 'text'] []"
+    assert after_all == f"{sorted(isolation._WARM_IMPORTS)} ['docx', 'openpyxl', 'pptx']"
+
+
 def test_isolation_is_available_here():
     assert isolation_available()  # Linux with fork and /proc: what the decoder runs on

@@ -167,7 +167,12 @@ def run_graph(args: dict) -> dict:
         profiler = cProfile.Profile()
     with instance() as dagster_instance:
         if args.get("warmup_workspace"):
+            from ud_assets.decoding.isolation import warm_up
+
             out["warmup"] = _execute(args["warmup_workspace"], args["bucket"], [args["warmup_key"]], dagster_instance)
+            # Every format's parser imported, as the raw loop's warm-up does (a batch run's first
+            # step does the same: pipeline.ParseAhead).
+            out["warmup"]["warm_up_s"] = warm_up()
             out["peak_rss_after_warmup_mb"] = peak_rss_mb()
         if profiler:
             profiler.enable()

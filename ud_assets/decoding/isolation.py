@@ -52,7 +52,7 @@ _POLL_S = 0.05
 _EXIT_MEMORY = 75  # the child ran out of memory before it could report
 _unreaped: set[int] = set()  # children that replied and are exiting
 _default_lock = threading.RLock()
-_warm_up_s: float | None = None
+_FORK_LOCK = threading.Lock()  # one fork at a time, and none while the parent imports (warm_up)
 
 
 def isolation_available() -> bool:
@@ -65,37 +65,54 @@ def isolation_enabled(environ: dict | None = None) -> bool:
     return env.get("UD_DECODE_ISOLATION", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
-# Tiny documents whose decode loads spaCy's model and imports the partitioners of every format,
-# so the children do not pay it. Only text and a text-layer PDF: nothing that runs torch or
-# onnxruntime, whose thread pools (GNU OpenMP above all) are not fork-safe once used.
+# Tiny documents whose decode loads spaCy's model and imports the partitioners, so the children
+# do not pay it. Only text and a text-layer PDF: nothing that runs torch or onnxruntime, whose
+# thread pools (GNU OpenMP above all) are not fork-safe once used.
 _WARM_MARKDOWN = b"# Warm-up\n\nThis sentence loads the language model. So does this one.\n"
+_WARM_HTML = b"<html><body><h1>Warm</h1><p>Up.</p></body></html>"
 _WARM_IMPORTS = ("md", "html", "text", "csv", "tsv", "pdf", "docx", "pptx", "xlsx", "odt", "epub", "rtf",
                  "email", "xml", "json", "rst", "image")
+# unstructured's partitioner modules a format needs beyond the text ones every format uses. A
+# process that decodes one document imports only these (pandas alone costs a second); a batch
+# warms everything up front (warm_up()).
+_FORMAT_IMPORTS = {
+    detect.PDF: ("pdf",), detect.DOCX: ("docx",), detect.PPTX: ("pptx",), detect.XLSX: ("xlsx",),
+    detect.XLS: ("xlsx",), detect.ODT: ("odt", "docx"), detect.EPUB: ("epub",), detect.RTF: ("rtf",),
+    detect.EML: ("email",), detect.HTML: (), detect.MARKDOWN: (), detect.PLAIN: (), detect.CSV: ("csv",),
+    detect.TSV: ("tsv", "csv"), detect.RST: ("rst",), detect.XML: ("xml",), detect.JSON: ("json",),
+}
+_BASE_IMPORTS = ("md", "html", "text")
+_warmed: set[str] = set()  # partitioner modules imported (and exercised) in this process
 
 
-def warm_up() -> float:
-    """Import and exercise unstructured in this process once; returns the seconds it took."""
-    global _warm_up_s
-    with _default_lock:
-        if _warm_up_s is None:
-            _warm_up_s = _warm_up()
-        return _warm_up_s
+def warm_up(mime: str | None = None) -> float:
+    """Import and exercise unstructured's partitioners in this process, once each: those `mime`
+    needs, or all of them. Returns the seconds this call spent (0 when already warm)."""
+    names = _BASE_IMPORTS + (_FORMAT_IMPORTS.get(mime, _WARM_IMPORTS) if mime else _WARM_IMPORTS)
+    if all(name in _warmed for name in names):
+        return 0.0
+    with _default_lock, _FORK_LOCK:  # no fork while a module is half imported: its child would inherit the lock
+        started = time.perf_counter()
+        _warm_up([name for name in dict.fromkeys(names) if name not in _warmed])
+        return time.perf_counter() - started
 
 
-def _warm_up() -> float:
+def _warm_up(names: list[str]) -> None:
     import importlib
 
-    started = time.perf_counter()
-    for name in _WARM_IMPORTS:
+    for name in names:
         try:
             importlib.import_module(f"unstructured.partition.{name}")
         except ImportError:
             pass  # an optional extra not installed: that format fails in the child as it would here
     config = DecoderConfig(strategy="fast")
-    partition_bytes(_WARM_MARKDOWN, "text/markdown", config)
-    partition_bytes(b"<html><body><h1>Warm</h1><p>Up.</p></body></html>", "text/html", config)
-    partition_bytes(_warm_pdf(), "application/pdf", config)
-    return time.perf_counter() - started
+    if "md" in names:
+        partition_bytes(_WARM_MARKDOWN, detect.MARKDOWN, config)
+    if "html" in names:
+        partition_bytes(_WARM_HTML, detect.HTML, config)
+    if "pdf" in names:
+        partition_bytes(_warm_pdf(), detect.PDF, config)
+    _warmed.update(names)
 
 
 def _warm_pdf() -> bytes:
@@ -135,7 +152,7 @@ class IsolatedPartitioner:
         self.target = target
         self.warm = warm
         self.isolate = (isolation_enabled() if isolate is None else isolate) and isolation_available()
-        self.warm_up_s: float | None = None
+        self.warm_up_s = 0.0  # seconds this partitioner's calls spent warming the process
 
     def __enter__(self) -> "IsolatedPartitioner":
         self.start()
@@ -144,9 +161,10 @@ class IsolatedPartitioner:
     def __exit__(self, *exc_info) -> None:
         reap_children(block=True)  # every child has replied or been killed: this waits milliseconds
 
-    def start(self) -> None:
-        if self.warm and self.isolate and self.warm_up_s is None:
-            self.warm_up_s = warm_up()
+    def start(self, mime: str | None = None) -> None:
+        """Warm this process for `mime` (for every format when None), once."""
+        if self.warm and self.isolate:
+            self.warm_up_s += warm_up(mime)
 
     def partition(self, data: bytes, mime: str, config: DecoderConfig,
                   filename: str | None = None) -> tuple[Partitioned, dict]:
@@ -160,7 +178,7 @@ class IsolatedPartitioner:
             limits_module.check_input(data, mime, self.limits)
             parted = self.target(data, mime, config, filename)
             return parted, {"isolated": False, "wall_s": time.perf_counter() - started}
-        self.start()
+        self.start(mime)
         args = (data, mime, config, filename)
         if (self.target is partition_bytes and mime == detect.PDF and self.limits.workers > 1
                 and len(data) >= SPLIT_MIN_BYTES):
@@ -204,16 +222,13 @@ _default: IsolatedPartitioner | None = None
 
 
 def default_partitioner() -> IsolatedPartitioner:
-    """The process's partitioner, with limits from the environment, warmed on first use."""
+    """The process's partitioner, with limits from the environment, warmed for each format on its
+    first document (a batch warms every format up front: warm_up())."""
     global _default
     with _default_lock:
         if _default is None:
             _default = IsolatedPartitioner()
-        _default.start()
         return _default
-
-
-_FORK_LOCK = threading.Lock()
 
 
 def _run_in_child(target: Target, limits: Limits, args: tuple) -> tuple[Partitioned, dict]:

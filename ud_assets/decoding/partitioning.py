@@ -138,7 +138,8 @@ def _partition(data: bytes, mime: str, config: DecoderConfig, strategy: str, fil
 
     from . import images
 
-    images.install_picture_partitioners()
+    if mime in (detect.DOCX, detect.ODT, detect.PPTX):  # ODT goes through unstructured's DOCX partitioner
+        images.install_picture_partitioners()
     suffix = detect.SUFFIXES.get(mime, os.path.splitext(filename or "")[1] or ".bin")
     kwargs: dict = {
         "content_type": mime,
