@@ -287,8 +287,11 @@ class LibrarianService:
             check_kind(child.kind)
             if child.document_type not in DOCUMENT_TYPES or child.document_type == SOURCE:
                 raise LibrarianError(f"document type {child.document_type!r} of child {child.id!r} is not a child type")
-        for parent_id in {c.parent_id for c in children}:
-            if self.documents.get(self.workspace, check_id(parent_id, "parent id")) is None:
+        parents = sorted({check_id(c.parent_id, "parent id") for c in children})
+        with ThreadPoolExecutor(max_workers=8) as pool:  # one read each: concurrently
+            found = list(pool.map(lambda parent_id: self.documents.get(self.workspace, parent_id), parents))
+        for parent_id, parent in zip(parents, found):
+            if parent is None:
                 raise DocumentNotFound(f"parent document {parent_id!r} not found in workspace {self.workspace!r}")
         time = now_utc()
         metas = [

@@ -120,13 +120,25 @@ def process_document(
     A document whose current generation is the one these inputs would produce is skipped
     (the result would be identical) unless force is set.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     stages = set(stages)
     attempt: dict = {}
     try:
-        outcome = _process(attempt, librarian, document_id, config, stages, version or unstructured_version(), now,
-                           progress, force, ahead)
-        if CHUNKS in stages:
-            _chunk_stage(librarian, outcome, attempt, chunking, now)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunks") as pool:
+            chunking_started = []
+
+            def chunk_beside(outcome: Outcome) -> None:
+                # Chunks need only the stored sections: they are written while the images and
+                # provenance are, and the step waits for both (a failure of either fails it).
+                chunking_started.append(pool.submit(_chunk_stage, librarian, outcome, attempt, chunking, now))
+
+            outcome = _process(attempt, librarian, document_id, config, stages, version or unstructured_version(),
+                               now, progress, force, ahead, chunk_beside if CHUNKS in stages else None)
+            if chunking_started:
+                chunking_started[0].result()
+            elif CHUNKS in stages:
+                _chunk_stage(librarian, outcome, attempt, chunking, now)
         return outcome
     except DocumentFailed as failure:
         failure.fingerprint = failure.fingerprint or attempt.get("fingerprint", "")
@@ -153,7 +165,8 @@ def _classify(document_id: str, exc: Exception) -> DocumentFailed:
     return DocumentFailed(document_id, f"{type(exc).__name__}: {first[:200]}")
 
 
-def _process(attempt: dict, librarian, document_id, config, stages, version, now, progress, force, ahead=None) -> Outcome:
+def _process(attempt: dict, librarian, document_id, config, stages, version, now, progress, force, ahead=None,
+             after_sections: Callable[[Outcome], None] | None = None) -> Outcome:
     outcome = Outcome(document_id)
     meta = librarian.get_metadata(document_id)
     if meta.parent_id:
@@ -212,6 +225,8 @@ def _process(attempt: dict, librarian, document_id, config, stages, version, now
         outcome.fresh_sections = written == len(sections)
         timings["sections_s"] = round(time.perf_counter() - t0, 3)
         outcome.metadata["sections"] = _sections_metadata(sections, written, info, timings)
+        if after_sections is not None:
+            after_sections(outcome)
     if "images" in stages:
         t0 = time.perf_counter()
         written = _store_images(librarian, images, tag)
@@ -516,11 +531,16 @@ def _chunk_stage(librarian, outcome: Outcome, attempt: dict, options: ChunkingOp
             activity = chunking.chunk_activity_iri(section.id, generation, chunk.index)
             quads += [to_quad(t) for t in chunking.chunk_triples(
                 chunk, chunk_id, section.id, activity, options.chunk_size, options.chunk_overlap, started_at)]
-    librarian.put_children(new_chunks)
-    if not outcome.fresh_sections:
-        subjects = sorted({q.s for q in quads} - {ids.agent_iri(chunking.CHUNKER_COMPONENT)})
-        librarian.triples.delete_subjects(subjects, GRAPH_SOURCE, librarian.collection)
-    librarian.triples.insert(quads, librarian.collection)
+    from concurrent.futures import ThreadPoolExecutor
+
+    # The chunks' objects and rows, and their triples, go side by side: neither needs the other.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunk-children") as pool:
+        children_written = pool.submit(librarian.put_children, new_chunks)
+        if not outcome.fresh_sections:
+            subjects = sorted({q.s for q in quads} - {ids.agent_iri(chunking.CHUNKER_COMPONENT)})
+            librarian.triples.delete_subjects(subjects, GRAPH_SOURCE, librarian.collection)
+        librarian.triples.insert(quads, librarian.collection)
+        children_written.result()
     removed = 0
     for _section, stored in leaves:
         for old in stored:
