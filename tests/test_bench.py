@@ -237,8 +237,11 @@ def test_breakdown_sums_stage_timings_and_attributes_the_rest():
     parts = report.breakdown(timings, {"big.pdf": 17.5, "a.md": 0.6}, run_s=20.0)
     assert parts == pytest.approx({"decode": 9.2, "isolation": 0.5, "elements_other": 1.1, "sections": 2.1,
                                    "images": 0.5, "provenance_triples": 1.0, "chunks": 3.1, "other_in_document": 0.6,
-                                   "dagster": 1.9})
+                                   "waiting_for_parses": 0.0, "dagster": 1.9})
     assert sum(parts.values()) == pytest.approx(20.0)  # the parts cover the whole run
+    # Parsed in the background: the step's waits for parses are not Dagster's time.
+    waited = report.breakdown(timings, {"big.pdf": 17.5, "a.md": 0.6}, run_s=20.0, parse_wait_s={"big.pdf": 1.5})
+    assert (waited["waiting_for_parses"], waited["dagster"]) == pytest.approx((1.5, 0.4))
     assert [k for k, _ in report.BREAKDOWN] == list(parts)
 
 

@@ -160,6 +160,8 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
             metadata = {**outcome.metadata.get(stage, {}), "document_id": key}
             if stage == stages[-1]:
                 metadata["document_s"] = elapsed
+                if ahead is not None:
+                    metadata["parse_wait_s"] = round(ahead.waited.get(key, 0.0), 3)
             yield dg.AssetMaterialization(asset_key=stage, partition=key, metadata=_metadata(metadata))
 
 

@@ -213,9 +213,11 @@ def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, c
     verdicts = report.figures_and_verdicts(figures)
 
     last = samples["graph"][-1]["corpus"]
-    graph_breakdown = report.breakdown(last.get("stage_timings", {}), last.get("document_s", {}), last["run_s"])
+    graph_breakdown = report.breakdown(last.get("stage_timings", {}), last.get("document_s", {}), last["run_s"],
+                                       last.get("parse_wait_s", {}))
     large_run = large_graph["corpus"]
-    large_breakdown = report.breakdown(large_run.get("stage_timings", {}), large_run.get("document_s", {}), large_run["run_s"])
+    large_breakdown = report.breakdown(large_run.get("stage_timings", {}), large_run.get("document_s", {}),
+                                       large_run["run_s"], large_run.get("parse_wait_s", {}))
     graph_docs = last["document_s"]
     name_to_key = {path.name: key for key, path in keys.items()}
     per_file = []

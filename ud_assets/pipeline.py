@@ -588,6 +588,7 @@ class ParseAhead:
         self.window = max(1, workers) + max(0, lookahead)
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="parse-ahead")
         self._futures: dict = {}
+        self.waited: dict[str, float] = {}  # seconds the caller waited for each document's parse
         # A batch is worth warming for every format once, before its first parse (the first
         # parses wait for it): each child then starts with every parser imported.
         self._pool.submit(warm_up)
@@ -607,9 +608,11 @@ class ParseAhead:
         while queue or self._futures:
             while queue and len(self._futures) < self.window:
                 self.submit(queue.popleft())
+            started = time.perf_counter()
             done, _ = wait(list(self._futures.values()), return_when=FIRST_COMPLETED)
             # Of those finished, the one started first (dicts keep submission order).
             document_id = next(k for k, future in self._futures.items() if future in done)
+            self.waited[document_id] = time.perf_counter() - started
             yield document_id
             self._futures.pop(document_id, None)  # not taken: skipped before its elements were needed
 

@@ -147,7 +147,8 @@ def markdown_table(rows: list[tuple[str, ...]], header: tuple[str, ...] = ("figu
 
 # Where a graph run's time went: per-document stage timings (materialization metadata) summed.
 BREAKDOWN = (
-    ("decode", "unstructured's partition() in the decoder's forked child (the work itself)"),
+    ("decode", "unstructured's partition() in forked children (the work itself; summed over documents and page "
+               "ranges parsed side by side, so not wall time)"),
     ("isolation", "forking the decoder child and passing its result back"),
     ("elements_other", "outside the decoder: the worker's decoder warm-up (first document of a process only), "
                        "reading the bytes, elements as JSON into the object store"),
@@ -156,18 +157,24 @@ BREAKDOWN = (
     ("provenance_triples", "building and writing provenance triples, commit, checks"),
     ("chunks", "chunking, storing chunks as librarian children, their triples"),
     ("other_in_document", "the rest of each document's step (metadata reads, generation checks, logs)"),
+    ("waiting_for_parses", "the step idle until the next background parse ended (nothing parsed was left to store)"),
     ("dagster", "Dagster around the documents (run start/end, materialization events, asset checks)"),
 )
 
 
-def breakdown(stage_timings: dict[str, dict[str, float]], document_s: dict[str, float], run_s: float) -> dict[str, float]:
+def breakdown(stage_timings: dict[str, dict[str, float]], document_s: dict[str, float], run_s: float,
+              parse_wait_s: dict[str, float] | None = None) -> dict[str, float]:
     """Seconds of a graph run per part (BREAKDOWN's keys), from the step's own per-document timings.
 
     stage_timings: {document: {"asset.metric_s": seconds}} as the materializations report them:
     sections.partition_s (all of the elements stage), elements.partition_s (the decoder call),
     elements.decoder_wall_s / decoder_work_s (the forked child: wall, and the partitioning in it),
     sections.sections_s, images.store_s, provenance_triples.store_s, chunks.chunk_s; others ignored.
-    document_s: {document: the step's wall time for it}; run_s: the whole run.
+    document_s: {document: the step's wall time for it}; run_s: the whole run; parse_wait_s:
+    {document: how long the step waited for its background parse before taking it}.
+    Parses run in background children beside the step, and a document's chunks are written beside
+    its images and provenance: those parts overlap, so together they may exceed the run; the step's
+    own time (documents, waiting, Dagster) adds up to it.
     """
     parts = dict.fromkeys((key for key, _ in BREAKDOWN), 0.0)
     for timings in stage_timings.values():
@@ -184,7 +191,8 @@ def breakdown(stage_timings: dict[str, dict[str, float]], document_s: dict[str, 
     in_documents = sum(document_s.values())
     accounted = sum(v for k, v in parts.items() if k not in ("other_in_document", "dagster"))
     parts["other_in_document"] = max(0.0, in_documents - accounted)
-    parts["dagster"] = max(0.0, run_s - in_documents)
+    parts["waiting_for_parses"] = waited = sum((parse_wait_s or {}).values())
+    parts["dagster"] = max(0.0, run_s - in_documents - waited)
     return parts
 
 

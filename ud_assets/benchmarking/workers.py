@@ -122,6 +122,7 @@ def _execute(workspace: str, bucket: str, keys: list[str], dagster_instance) -> 
     decoded = [k for k in keys if lib.get_generation(k) is not None]
     failures = {f.document_id: f.error for f in lib.list_failures()}
     per_document: dict[str, float] = {}
+    parse_waits: dict[str, float] = {}
     stage_timings: dict[str, dict[str, float]] = {}
     for event in result.get_asset_materialization_events():
         materialization = event.materialization
@@ -132,6 +133,8 @@ def _execute(workspace: str, bucket: str, keys: list[str], dagster_instance) -> 
                 continue
             if name == "document_s":  # the step's own wall time for this document (on its last stage)
                 per_document[materialization.partition] = value
+            elif name == "parse_wait_s":  # the step waiting for this document's background parse
+                parse_waits[materialization.partition] = value
             else:
                 stage_timings.setdefault(materialization.partition, {})[f"{asset}.{name}"] = value
     return {
@@ -144,6 +147,7 @@ def _execute(workspace: str, bucket: str, keys: list[str], dagster_instance) -> 
         "failures": failures,
         "triples": lib.triples.count(collection=lib.collection),
         "document_s": per_document,
+        "parse_wait_s": parse_waits,
         "stage_timings": stage_timings,
     }
 
