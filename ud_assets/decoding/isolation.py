@@ -32,10 +32,10 @@ import threading
 import time
 from typing import Callable
 
+from . import detect
 from . import limits as limits_module
 from .limits import Limits, MiB
 from .model import ConfigError, DecodeError, DecoderConfig
-from . import detect
 from .partitioning import (
     SPLIT_MIN_BYTES,
     Partitioned,

@@ -77,6 +77,13 @@ def resolve_strategy(config: DecoderConfig, mime: str, data: bytes) -> str:
     return asked
 
 
+def strategy_notes(config: DecoderConfig, strategy: str) -> list[str]:
+    """What the decode records when the strategy run is not the one asked for (or auto chose it)."""
+    if config.strategy == "auto" or strategy != config.strategy:
+        return [f"strategy {config.strategy} ran as {strategy}"]
+    return []
+
+
 def pdf_has_text(data: bytes, pages_to_check: int = 5) -> bool:
     import pypdfium2 as pdfium
 
@@ -114,10 +121,8 @@ def partition_bytes(
 
 
 def _partition_bytes(data: bytes, mime: str, config: DecoderConfig, filename: str | None) -> Partitioned:
-    notes: list[str] = []
     strategy = resolve_strategy(config, mime, data)
-    if config.strategy == "auto" or strategy != config.strategy:
-        notes.append(f"strategy {config.strategy} ran as {strategy}")
+    notes = strategy_notes(config, strategy)
 
     if mime == detect.EML:
         return _partition_email(data, config, strategy, notes)
@@ -253,7 +258,8 @@ def _place_pdf_images(elements: list[Element], found: list[ImageData]) -> list[E
 # unstructured's fast strategy reads a PDF page by page (pdfminer); only the element hierarchy
 # (parent_id) spans pages. So page ranges parsed apart, numbered from their first page and put
 # back in order with the hierarchy linked over the whole document, give exactly the elements of
-# one pass (tested: tests/decoding/test_pdf_split.py), in about 1/n of the time on n cores.
+# one pass (tested: tests/decoding/test_partitioning.py and test_isolation.py), in about 1/n of
+# the time on n cores.
 
 MIN_PAGES_PER_PART = 16  # below this a range's fork and sub-document cost more than they save
 SPLIT_MIN_BYTES = 16 * 1024  # smaller PDFs (a page or a few) are parsed whole without asking
@@ -277,7 +283,7 @@ def plan_pdf(data: bytes, mime: str, config: DecoderConfig, filename: str | None
     import pypdfium2 as pdfium
 
     strategy = resolve_strategy(config, mime, data)
-    notes = [f"strategy {config.strategy} ran as {strategy}"] if config.strategy == "auto" or strategy != config.strategy else []
+    notes = strategy_notes(config, strategy)
     try:
         pdf = pdfium.PdfDocument(data)
     except Exception:  # noqa: BLE001 - the whole parse reports the cause
