@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 export UD_HOME ?= $(CURDIR)/.ud
 
-APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc
+APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc chromium
 PYTEST_ARGS ?=
 
 .PHONY: help setup system-packages venv demo dev test test-fast services-up services-down services-env bench dagster-home clean
