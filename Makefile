@@ -46,7 +46,7 @@ dagster-home:
 	@cp dagster.yaml $(DAGSTER_HOME)/dagster.yaml
 
 demo: setup
-	$(PY) -m ud_assets.demo
+	$(PY) -m ud_assets.cli.demo
 
 dev: setup
 	$(VENV)/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000

@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
+from resources.librarian import RECORD_TYPES, LibrarianService, now_utc, record_columns
 from resources.model import (
     DEFAULT_COLLECTION,
     GRAPH_SOURCE,
@@ -32,7 +33,6 @@ from resources.model import (
     Term,
     Upload,
 )
-from resources.librarian import RECORD_TYPES, LibrarianService, now_utc, record_columns
 
 COPY_CHUNK = 1 << 20
 SQLITE_NAME = "librarian.sqlite3"

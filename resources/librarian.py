@@ -20,22 +20,24 @@ import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
-from typing import BinaryIO, Protocol
+from typing import BinaryIO
 
 from resources.model import (
-    document_iri,
     DEFAULT_COLLECTION,
     DEFAULT_WORKSPACE,
     DOCUMENT_TYPES,
     GRAPH_SOURCE,
     SOURCE,
+    Child,
     DocumentExists,
     DocumentMetadata,
     DocumentNotFound,
+    DocumentStore,
     LibrarianError,
     ObjectStore,
     TripleStore,
     Upload,
+    document_iri,
 )
 from resources.records import Failure, Generation
 
@@ -48,59 +50,11 @@ ADDED = "added"
 REMOVED = "removed"
 
 
-class DocumentStore(Protocol):
-    """Metadata rows and the upload log of a librarian (one backend's tables)."""
-
-    def get(self, workspace: str, id: str) -> DocumentMetadata | None: ...
-
-    def insert(self, meta: DocumentMetadata, event: str | None) -> bool:
-        """Insert the row unless (workspace, id) exists (then False); log `event` when given."""
-        ...
-
-    def upsert_many(self, metas: Sequence[DocumentMetadata]) -> None:
-        """Write child rows, replacing rows of the same (workspace, id): batched, for many children."""
-        ...
-
-    def list(self, workspace: str, include_children: bool) -> list[DocumentMetadata]: ...
-
-    def children(self, workspace: str, parent_id: str) -> list[DocumentMetadata]: ...
-
-    def delete(self, workspace: str, ids: Sequence[str]) -> None: ...
-
-    def log_event(self, workspace: str, id: str, event: str, sha256: str) -> None: ...
-
-    def events_since(self, workspace: str, cursor: str | None, limit: int) -> list[Upload]: ...
-
-    # Decoder records (resources.records), one per (workspace, document_id) and record type.
-    def put_record(self, kind: str, workspace: str, record: object) -> None: ...
-
-    def get_record(self, kind: str, workspace: str, document_id: str) -> object | None: ...
-
-    def list_records(self, kind: str, workspace: str) -> list: ...
-
-    def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None: ...
-
-    def close(self) -> None: ...
-
-
 # The decoder's per-document records, stored beside the document table (generation, failure).
 RECORD_TYPES: dict[str, type] = {"generation": Generation, "failure": Failure}
 
 
 CHILD_OBJECT_NAMESPACE = uuid.UUID("8f0c2a3e-4b1d-5c6e-9f7a-0b1c2d3e4f50")
-
-
-@dataclasses.dataclass(frozen=True)
-class Child:
-    """A child document to store with LibrarianService.put_children."""
-
-    parent_id: str
-    id: str
-    kind: str
-    content: bytes
-    document_type: str
-    title: str = ""
-    tags: tuple[str, ...] = ()
 
 
 def record_columns(kind: str) -> list[tuple[str, type]]:

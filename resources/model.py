@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import BinaryIO, Protocol
 from urllib.parse import quote
+
+from resources.records import Failure, Generation
 
 DEFAULT_WORKSPACE = "default"
 DEFAULT_COLLECTION = "default"
@@ -188,10 +190,63 @@ class TripleStore(Protocol):
     def count(self, collection: str = DEFAULT_COLLECTION, g: str | None = None) -> int: ...
 
 
+@dataclass(frozen=True)
+class Child:
+    """A child document to store with LibrarianService.put_children."""
+
+    parent_id: str
+    id: str
+    kind: str
+    content: bytes
+    document_type: str
+    title: str = ""
+    tags: tuple[str, ...] = ()
+
+
+class DocumentStore(Protocol):
+    """Metadata rows and the upload log of a librarian (one backend's tables)."""
+
+    def get(self, workspace: str, id: str) -> DocumentMetadata | None: ...
+
+    def insert(self, meta: DocumentMetadata, event: str | None) -> bool:
+        """Insert the row unless (workspace, id) exists (then False); log `event` when given."""
+        ...
+
+    def upsert_many(self, metas: Sequence[DocumentMetadata]) -> None:
+        """Write child rows, replacing rows of the same (workspace, id): batched, for many children."""
+        ...
+
+    def list(self, workspace: str, include_children: bool) -> list[DocumentMetadata]: ...
+
+    def children(self, workspace: str, parent_id: str) -> list[DocumentMetadata]: ...
+
+    def delete(self, workspace: str, ids: Sequence[str]) -> None: ...
+
+    def log_event(self, workspace: str, id: str, event: str, sha256: str) -> None: ...
+
+    def events_since(self, workspace: str, cursor: str | None, limit: int) -> list[Upload]: ...
+
+    # Decoder records (resources.records), one per (workspace, document_id) and record type.
+    def put_record(self, kind: str, workspace: str, record: object) -> None: ...
+
+    def get_record(self, kind: str, workspace: str, document_id: str) -> object | None: ...
+
+    def list_records(self, kind: str, workspace: str) -> list: ...
+
+    def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class Librarian(Protocol):
-    """Document bytes + metadata + child documents + provenance triples."""
+    """Document bytes + metadata + child documents + provenance triples (resources.librarian.LibrarianService).
+
+    Exactly what the decoding stages, the sensor, the schedule and the CLI use; the backends'
+    parts (ObjectStore, DocumentStore, TripleStore) sit behind it."""
 
     workspace: str
+    collection: str  # the triple-store collection this librarian's provenance lives in
+    objects: ObjectStore
     triples: TripleStore
 
     def add_document(
@@ -232,7 +287,24 @@ class Librarian(Protocol):
 
     def remove_document(self, id: str) -> int: ...
 
+    def put_children(self, children: Sequence[Child]) -> list[DocumentMetadata]: ...
+
     def uploads_since(self, cursor: str | None, limit: int = 1000) -> list[Upload]: ...
+
+    # The decoder's per-document records (resources.records).
+    def set_generation(self, generation: Generation) -> None: ...
+
+    def get_generation(self, document_id: str) -> Generation | None: ...
+
+    def list_generations(self) -> list[Generation]: ...
+
+    def record_failure(self, failure: Failure) -> None: ...
+
+    def clear_failure(self, document_id: str) -> None: ...
+
+    def get_failure(self, document_id: str) -> Failure | None: ...
+
+    def list_failures(self) -> list[Failure]: ...
 
     def close(self) -> None: ...
 

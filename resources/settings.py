@@ -7,7 +7,7 @@ Environment (all optional):
     UD_HOME           embedded backend's folder, default ".ud" in the working directory
     UD_BUCKET         S3 bucket, default "library"
     CASSANDRA_HOST    comma-separated contact points; CASSANDRA_PORT (9042)
-    Cassandra credentials, TLS, consistency and replication: see resources.cassandra;
+    Cassandra credentials, TLS, consistency and replication: see resources.cassandra.connection;
     S3 endpoint, credentials and region: boto3's own variables, see resources.s3.
 
 Secrets are never part of StoreSettings: they are read from the environment when connecting.
@@ -61,7 +61,7 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides) -> StoreSet
 def open_librarian(settings: StoreSettings | None = None):
     """A new Librarian (resources.librarian.LibrarianService) for these settings; close() it when done.
 
-    Cassandra connections are shared per process (resources.cassandra); the S3 client and the
+    Cassandra connections are shared per process (resources.cassandra.connection); the S3 client and the
     SQLite connection belong to this librarian.
     """
     settings = load_settings() if settings is None else settings
@@ -70,9 +70,9 @@ def open_librarian(settings: StoreSettings | None = None):
 
         return open_embedded(settings.home, settings.workspace, settings.collection)
     if settings.backend == "cassandra":
-        from resources.cassandra import CassandraConfig, acquire
-        from resources.cassandra_librarian import CassandraDocumentStore
-        from resources.cassandra_triples import CassandraTripleStore
+        from resources.cassandra.connection import CassandraConfig, acquire
+        from resources.cassandra.documents import CassandraDocumentStore
+        from resources.cassandra.triples import CassandraTripleStore
         from resources.librarian import LibrarianService
         from resources.s3 import S3ObjectStore
 
@@ -121,7 +121,7 @@ def reset_shared() -> None:
     """Forget this process's shared librarians and Cassandra sessions: the next use opens new ones.
 
     For a process that outlived a server restart (its driver sessions may not all recover)."""
-    from resources.cassandra import shutdown_all
+    from resources.cassandra.connection import shutdown_all
 
     with _shared_lock:
         _shared.clear()

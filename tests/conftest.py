@@ -20,7 +20,7 @@ def graph_cassandra_run():
 @pytest.fixture(params=["embedded", "cassandra"])
 def librarian_resource(request, tmp_path):
     """A LibrarianResource naming an empty librarian of the backend under test."""
-    from resources.dagster_resources import LibrarianResource
+    from ud_assets.defs.resources import LibrarianResource
 
     if request.param == "embedded":
         return LibrarianResource(backend="embedded", home=str(tmp_path / "ud"), workspace="default")

@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 
 from resources.settings import load_settings, open_librarian
-from ud_assets.pipeline import GENERATION_TAG
+from ud_assets.processing.model import GENERATION_TAG
 
 REPO = Path(__file__).resolve().parent.parent
 DOCUMENTS = 1000

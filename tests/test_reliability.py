@@ -13,26 +13,26 @@ from pathlib import Path
 
 import pytest
 
-from resources.dagster_resources import LibrarianResource
 from resources.settings import reset_shared
 from tests import docgen
-from tests.test_assets import children_tree, run, upload
-from ud_assets.lineage import document_quads
-from ud_assets.pipeline import GENERATION_TAG
+from tests.defs.test_assets import children_tree, run, upload
+from ud_assets.defs.resources import LibrarianResource
+from ud_assets.processing.lineage import document_quads
+from ud_assets.processing.model import GENERATION_TAG
 
 REPO = Path(__file__).resolve().parent.parent
 
 RUN_IN_CHILD = r"""
 import sys, time, dagster as dg
-import ud_assets.pipeline as pipeline
-real_store_images = pipeline._store_images
+import ud_assets.processing.runner as runner
+real_store_images = runner.images_stage
 def slow_store_images(*args, **kwargs):  # holds the run mid-materialization so the kill lands there
     time.sleep(60)
     return real_store_images(*args, **kwargs)
-pipeline._store_images = slow_store_images
-from resources.dagster_resources import LibrarianResource
+runner.images_stage = slow_store_images
+from ud_assets.defs.resources import LibrarianResource
 from resources.settings import reset_shared
-from tests.test_assets import run
+from tests.defs.test_assets import run
 backend, home, workspace, bucket, dagster_home = sys.argv[1:6]
 import os; os.makedirs(dagster_home, exist_ok=True)
 resource = LibrarianResource(backend=backend, home=home, workspace=workspace, bucket=bucket)
@@ -152,19 +152,19 @@ def private_minio(tmp_path, monkeypatch, graph_cassandra_run):
 
 def test_object_store_stopped_mid_materialization_then_back_converges(private_minio, instance, graph_cassandra_run,
                                                                        monkeypatch):
-    import ud_assets.pipeline as pipeline
+    import ud_assets.processing.runner as runner
 
     resource = LibrarianResource(backend="cassandra", workspace=graph_cassandra_run.new_workspace(), bucket="outage")
     lib = resource.get()
     upload(lib, {"report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
                  "notes.md": (docgen.markdown(), "text/markdown")})
-    real_store_images = pipeline._store_images
+    real_store_images = runner.images_stage
 
     def store_images_then_lose_the_server(*args, **kwargs):
         private_minio.stop()  # the object store goes away in the middle of the materialization
         return real_store_images(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "_store_images", store_images_then_lose_the_server)
+    monkeypatch.setattr(runner, "images_stage", store_images_then_lose_the_server)
     result = run(resource, instance, ["notes.md", "report.pdf"])
     assert not result.success
     [failure] = result.get_step_failure_events()
@@ -172,7 +172,7 @@ def test_object_store_stopped_mid_materialization_then_back_converges(private_mi
     assert f"127.0.0.1:{private_minio.port}" in message or "unavailable" in message.lower()
     assert lib.get_generation("report.pdf") is None
 
-    monkeypatch.setattr(pipeline, "_store_images", real_store_images)
+    monkeypatch.setattr(runner, "images_stage", real_store_images)
     private_minio.start()
     assert run(resource, instance, ["notes.md", "report.pdf"], raise_on_error=True).success
     for doc_id, expected_images in (("notes.md", 0), ("report.pdf", 3)):
@@ -262,7 +262,7 @@ def _this_checkouts_cassandra() -> bool:
 
 
 def test_cassandra_stopped_mid_materialization_then_back_converges(instance, graph_cassandra_run, monkeypatch):
-    import ud_assets.pipeline as pipeline
+    import ud_assets.processing.runner as runner
 
     if graph_cassandra_run.error:
         pytest.fail(graph_cassandra_run.error, pytrace=False)
@@ -274,13 +274,13 @@ def test_cassandra_stopped_mid_materialization_then_back_converges(instance, gra
     lib = resource.get()
     upload(lib, {"report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
                  "notes.md": (docgen.markdown(), "text/markdown")})
-    real_store_images = pipeline._store_images
+    real_store_images = runner.images_stage
 
     def store_images_without_cassandra(*args, **kwargs):
         _cassandra("stop")
         return real_store_images(*args, **kwargs)
 
-    monkeypatch.setattr(pipeline, "_store_images", store_images_without_cassandra)
+    monkeypatch.setattr(runner, "images_stage", store_images_without_cassandra)
     try:
         result = run(resource, instance, ["notes.md", "report.pdf"])
     finally:
@@ -289,7 +289,7 @@ def test_cassandra_stopped_mid_materialization_then_back_converges(instance, gra
     [failure] = result.get_step_failure_events()
     assert "Cassandra at 127.0.0.1" in failure.step_failure_data.error.message
 
-    monkeypatch.setattr(pipeline, "_store_images", real_store_images)
+    monkeypatch.setattr(runner, "images_stage", real_store_images)
     # This process's driver sessions outlived the restart: start over with new ones, as a new run would.
     reset_shared()
     lib = resource.get()

@@ -3,10 +3,10 @@
 import dagster as dg
 import pytest
 
-from resources.dagster_resources import LibrarianResource
 from tests import docgen
-from tests.test_assets import run, upload
+from tests.defs.test_assets import run, upload
 from tests.test_reliability import PrivateMinio
+from ud_assets.defs.resources import LibrarianResource
 
 SECRET = "Zq8-not-a-real-secret-4411"
 

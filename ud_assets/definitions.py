@@ -1,15 +1,17 @@
-"""The single entry point: every asset, job, sensor, schedule and resource of ud.
+"""The single entry point: every asset, check, job, sensor, schedule and resource of ud.
 
-Loading this module must stay cheap: it never imports unstructured or torch (the decoding step
-imports them when it runs).
+The Dagster layer lives in ud_assets/defs/ (one module per kind of definition); the stages it runs
+live in ud_assets/processing/ and the pure decoder in ud_assets/decoding/. Loading this module
+must stay cheap: it never imports unstructured or torch (the decoding step imports them when it runs).
 """
 
 import dagster as dg
 
-from resources.dagster_resources import LibrarianResource
-from ud_assets.assets import universal_decoder
-from ud_assets.jobs import decode_documents
-from ud_assets.sensors import librarian_uploads, reprocess_after_upgrade
+from ud_assets.defs.assets import universal_decoder
+from ud_assets.defs.jobs import decode_documents
+from ud_assets.defs.resources import LibrarianResource
+from ud_assets.defs.schedules import reprocess_after_upgrade
+from ud_assets.defs.sensors import librarian_uploads
 
 defs = dg.Definitions(
     assets=[universal_decoder],

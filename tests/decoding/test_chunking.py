@@ -4,7 +4,8 @@ import string
 
 import pytest
 
-from ud_assets.decoding import ids, provenance as p
+from ud_assets.decoding import ids
+from ud_assets.decoding import provenance as p
 from ud_assets.decoding.chunking import (
     Chunk,
     chunk_activity_iri,

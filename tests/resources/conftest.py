@@ -35,7 +35,7 @@ class CassandraRun:
             self.error = f"cassandra backend tests need {', '.join(missing)} set; {SERVICES_HINT}"
             return
         # Fail fast, with the endpoint in the message, when a server is down.
-        from resources.cassandra import CassandraConfig, acquire
+        from resources.cassandra.connection import CassandraConfig, acquire
         from resources.model import LibrarianError
         from resources.s3 import S3ObjectStore, make_client
 
@@ -59,8 +59,8 @@ class CassandraRun:
         """Best effort (each step retried once): a server restarted meanwhile only leaves a warning."""
         if self.error:
             return
-        from resources.cassandra import CassandraConfig, acquire
-        from resources.cassandra_triples import keyspace_for
+        from resources.cassandra.connection import CassandraConfig, acquire
+        from resources.cassandra.triples import keyspace_for
 
         c = acquire(CassandraConfig.from_env())  # afresh: a test may have restarted the server
         steps = []

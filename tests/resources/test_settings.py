@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from resources.cassandra import CassandraConfig, parse_replication, replication_cql
-from resources.cassandra_triples import keyspace_for
+from resources.cassandra.connection import CassandraConfig, parse_replication, replication_cql
+from resources.cassandra.triples import keyspace_for
 from resources.librarian import LibrarianService
 from resources.model import LibrarianError, StorageUnavailable
 from resources.settings import load_settings, open_librarian, shared_librarian

@@ -32,8 +32,8 @@ class Footprint:
     def cleanup(self, delays: tuple[float, ...] = (2.0, 5.0, 10.0)) -> list[str]:
         """Best effort: each step is retried after each of delays (a server restarting meanwhile, as
         other test runs may do, gets about 20 s to come back); returns what could not be removed."""
-        from resources.cassandra import CassandraConfig, acquire
-        from resources.cassandra_triples import keyspace_for
+        from resources.cassandra.connection import CassandraConfig, acquire
+        from resources.cassandra.triples import keyspace_for
         from resources.s3 import make_client
 
         def attempt(step):

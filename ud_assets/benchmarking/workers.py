@@ -94,9 +94,9 @@ def run_raw(args: dict) -> dict:
 def _job_and_resource(workspace: str, bucket: str):
     import dagster as dg
 
-    from resources.dagster_resources import LibrarianResource
-    from ud_assets.assets import universal_decoder
-    from ud_assets.jobs import decode_documents
+    from ud_assets.defs.assets import universal_decoder
+    from ud_assets.defs.jobs import decode_documents
+    from ud_assets.defs.resources import LibrarianResource
 
     resource_ = LibrarianResource(backend="cassandra", workspace=workspace, bucket=bucket)
     defs = dg.Definitions(assets=[universal_decoder], jobs=[decode_documents], resources={"librarian": resource_})
@@ -111,7 +111,7 @@ def range_tags(keys: list[str]) -> dict:
 
 def _execute(workspace: str, bucket: str, keys: list[str], dagster_instance) -> dict:
     """One batched run of the whole graph over keys; returns timings and what was stored."""
-    from ud_assets.partitions import documents_partitions
+    from ud_assets.defs.partitions import documents_partitions
 
     started = time.monotonic()
     _defs, job, resource_ = _job_and_resource(workspace, bucket)
@@ -196,8 +196,8 @@ def run_upload(args: dict) -> dict:
 
     from ud_assets.decoding.detect import detect_mime
     from ud_assets.decoding.ids import document_iri
-    from ud_assets.partitions import documents_partitions
-    from ud_assets.sensors import librarian_uploads
+    from ud_assets.defs.partitions import documents_partitions
+    from ud_assets.defs.sensors import librarian_uploads
 
     marks = {"imported": time.monotonic()}
     defs, job, resource_ = _job_and_resource(args["workspace"], args["bucket"])

@@ -19,8 +19,8 @@ from .grouping import Group, page_groups, section_groups
 from .model import (
     COMPONENT,
     COMPONENT_VERSION,
-    DecodeResult,
     DecoderConfig,
+    DecodeResult,
     DocumentInfo,
     Element,
     ImageData,

@@ -1,0 +1,220 @@
+"""The librarian's metadata in Cassandra, in TrustGraph's layout (keyspace "librarian").
+
+librarian.document has TrustGraph's exact columns and key (PRIMARY KEY (workspace, id)) and its
+two secondary indexes (document_object on object_id, document_parent on parent_id), plus two
+extra columns TrustGraph ignores: size bigint, sha256 text.
+
+librarian.upload_log(workspace, seq timeuuid, id, event, sha256), clustered by seq ascending, is
+ours: uploads_since reads one partition from the cursor on, so its cost grows with the new
+events, not with the library. seq comes from the coordinator's clock (now()).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
+
+from resources.cassandra.connection import CassandraConnection
+from resources.librarian import RECORD_TYPES, record_columns
+from resources.model import SOURCE, DocumentMetadata, LibrarianError, Upload
+
+KEYSPACE = "librarian"
+
+_COLUMNS = "id, workspace, time, kind, title, comments, metadata, tags, object_id, parent_id, document_type, size, sha256"
+
+
+def schema(connection: CassandraConnection) -> list[str]:
+    ks = KEYSPACE
+    return [
+        connection.create_keyspace_cql(ks),
+        f"""CREATE TABLE IF NOT EXISTS {ks}.document (
+            id text,
+            workspace text,
+            time timestamp,
+            kind text,
+            title text,
+            comments text,
+            metadata list<tuple<text, boolean, text, boolean, text, boolean>>,
+            tags list<text>,
+            object_id uuid,
+            parent_id text,
+            document_type text,
+            size bigint,
+            sha256 text,
+            PRIMARY KEY (workspace, id)
+        )""",
+        f"CREATE INDEX IF NOT EXISTS document_object ON {ks}.document (object_id)",
+        f"CREATE INDEX IF NOT EXISTS document_parent ON {ks}.document (parent_id)",
+        f"""CREATE TABLE IF NOT EXISTS {ks}.upload_log (
+            workspace text,
+            seq timeuuid,
+            id text,
+            event text,
+            sha256 text,
+            PRIMARY KEY (workspace, seq)
+        ) WITH CLUSTERING ORDER BY (seq ASC)""",
+        *(record_table(kind) for kind in RECORD_TYPES),
+    ]
+
+
+_CQL_TYPES = {str: "text", int: "bigint", bool: "boolean", datetime: "timestamp"}
+
+
+def record_table(kind: str) -> str:
+    """Our decoder records (resources.records), one table per type: PRIMARY KEY (workspace, document_id)."""
+    cols = ",\n            ".join(f"{name} {_CQL_TYPES[t]}" for name, t in record_columns(kind))
+    return f"""CREATE TABLE IF NOT EXISTS {KEYSPACE}.record_{kind} (
+            workspace text,
+            {cols},
+            PRIMARY KEY (workspace, document_id)
+        )"""
+
+
+_EPOCH_UUID = datetime(1582, 10, 15, tzinfo=timezone.utc)
+
+
+def _uuid_time(u: uuid.UUID) -> datetime:
+    t = _EPOCH_UUID + timedelta(microseconds=u.time // 10)
+    return t.replace(microsecond=t.microsecond // 1000 * 1000)
+
+
+def _utc(t: datetime | None) -> datetime:
+    if t is None:
+        return datetime.fromtimestamp(0, timezone.utc)
+    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+
+
+def _row_to_meta(r) -> DocumentMetadata:
+    return DocumentMetadata(
+        id=r.id,
+        workspace=r.workspace,
+        time=_utc(r.time),
+        kind=r.kind or "",
+        title=r.title or "",
+        comments=r.comments or "",
+        metadata=tuple(tuple(m) for m in (r.metadata or ())),
+        tags=tuple(r.tags or ()),
+        object_id=r.object_id,
+        parent_id=r.parent_id or "",
+        document_type=r.document_type or SOURCE,
+        size=r.size or 0,
+        sha256=r.sha256 or "",
+    )
+
+
+class CassandraDocumentStore:
+    """DocumentStore (resources.librarian) over librarian.document + librarian.upload_log."""
+
+    def __init__(self, connection: CassandraConnection):
+        self.c = connection
+        tables = ["document", "upload_log", *(f"record_{kind}" for kind in RECORD_TYPES)]
+        self.c.ensure_schema(KEYSPACE, schema(connection), tables, ["document_object", "document_parent"])
+        ks = KEYSPACE
+        self._get = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND id = ?"
+        self._insert = (
+            f"INSERT INTO {ks}.document ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) IF NOT EXISTS"
+        )
+        self._upsert = f"INSERT INTO {ks}.document ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+        self._list = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ?"
+        self._children = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND parent_id = ?"
+        self._delete = f"DELETE FROM {ks}.document WHERE workspace = ? AND id = ?"
+        self._log = f"INSERT INTO {ks}.upload_log (workspace, seq, id, event, sha256) VALUES (?, now(), ?, ?, ?)"
+        self._events = f"SELECT seq, id, event, sha256 FROM {ks}.upload_log WHERE workspace = ? LIMIT ?"
+        self._events_after = f"SELECT seq, id, event, sha256 FROM {ks}.upload_log WHERE workspace = ? AND seq > ? LIMIT ?"
+
+    def get(self, workspace: str, id: str) -> DocumentMetadata | None:
+        rows = list(self.c.execute(self._get, (workspace, id), f"reading document {id!r}"))
+        return _row_to_meta(rows[0]) if rows else None
+
+    def insert(self, meta: DocumentMetadata, event: str | None) -> bool:
+        row = (
+            meta.id, meta.workspace, meta.time, meta.kind, meta.title, meta.comments,
+            [tuple(m) for m in meta.metadata], list(meta.tags), meta.object_id,
+            meta.parent_id, meta.document_type, meta.size, meta.sha256,
+        )
+        result = self.c.execute(self._insert, row, f"writing document {meta.id!r}")
+        if not result.was_applied:
+            return False
+        if event:
+            self.log_event(meta.workspace, meta.id, event, meta.sha256)
+        return True
+
+    def upsert_many(self, metas: Sequence[DocumentMetadata]) -> None:
+        # Children only: their ids are deterministic, so a plain INSERT (no Paxos round) is safe,
+        # and rows of one workspace share a partition: unlogged batches, sent concurrently.
+        rows = [
+            (self._upsert, (m.id, m.workspace, m.time, m.kind, m.title, m.comments, [tuple(x) for x in m.metadata],
+                            list(m.tags), m.object_id, m.parent_id, m.document_type, m.size, m.sha256), m.workspace)
+            for m in metas
+        ]
+        self.c.write_partitioned(rows, f"writing {len(rows)} child documents")
+
+    def _rows(self, cql: str, params: Sequence, what: str) -> list[DocumentMetadata]:
+        with self.c.errors(what):
+            return [_row_to_meta(r) for r in self.c.execute(cql, params, what, fetch_size=1000)]
+
+    def list(self, workspace: str, include_children: bool) -> list[DocumentMetadata]:
+        docs = self._rows(self._list, (workspace,), f"listing documents of workspace {workspace!r}")
+        if not include_children:
+            docs = [d for d in docs if not d.parent_id and d.document_type == SOURCE]
+        return docs
+
+    def children(self, workspace: str, parent_id: str) -> list[DocumentMetadata]:
+        return self._rows(self._children, (workspace, parent_id), f"listing children of {parent_id!r}")
+
+    def delete(self, workspace: str, ids: Sequence[str]) -> None:
+        for id in ids:  # in the given order (leaves first), so a failure leaves the parents
+            self.c.execute(self._delete, (workspace, id), f"deleting document {id!r}")
+
+    def log_event(self, workspace: str, id: str, event: str, sha256: str) -> None:
+        self.c.execute(self._log, (workspace, id, event, sha256), f"logging {event} of {id!r}")
+
+    def events_since(self, workspace: str, cursor: str | None, limit: int) -> list[Upload]:
+        if cursor is None:
+            rows = self.c.execute(self._events, (workspace, limit), "reading the upload log")
+        else:
+            try:
+                after = uuid.UUID(cursor)
+                if after.version != 1:
+                    raise ValueError
+            except (ValueError, TypeError, AttributeError):
+                raise LibrarianError(f"upload cursor {cursor!r} is not one this Cassandra librarian gave out") from None
+            rows = self.c.execute(self._events_after, (workspace, after, limit), "reading the upload log")
+        return [
+            Upload(id=r.id, event=r.event, sha256=r.sha256 or "", time=_uuid_time(r.seq), cursor=str(r.seq))
+            for r in rows
+        ]
+
+    def put_record(self, kind: str, workspace: str, record: object) -> None:
+        cols = record_columns(kind)
+        names = ", ".join(name for name, _ in cols)
+        cql = f"INSERT INTO {KEYSPACE}.record_{kind} (workspace, {names}) VALUES (?, {', '.join('?' * len(cols))})"
+        self.c.execute(cql, (workspace, *(getattr(record, name) for name, _ in cols)), f"writing the {kind} of {record.document_id!r}")
+
+    def _records(self, kind: str, extra: str, params: tuple) -> list:
+        cols = record_columns(kind)
+        names = ", ".join(name for name, _ in cols)
+        cql = f"SELECT {names} FROM {KEYSPACE}.record_{kind} WHERE workspace = ?{extra}"
+        cls = RECORD_TYPES[kind]
+        what = f"reading {kind} records"
+        with self.c.errors(what):
+            return [
+                cls(**{name: (_utc(getattr(r, name)) if t is datetime else getattr(r, name)) for name, t in cols})
+                for r in self.c.execute(cql, params, what, fetch_size=1000)
+            ]
+
+    def get_record(self, kind: str, workspace: str, document_id: str) -> object | None:
+        found = self._records(kind, " AND document_id = ?", (workspace, document_id))
+        return found[0] if found else None
+
+    def list_records(self, kind: str, workspace: str) -> list:
+        return self._records(kind, "", (workspace,))
+
+    def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None:
+        record_columns(kind)
+        cql = f"DELETE FROM {KEYSPACE}.record_{kind} WHERE workspace = ? AND document_id = ?"
+        self.c.execute_many(((cql, (workspace, i)) for i in document_ids), f"deleting {kind} records")
+
+    def close(self) -> None:
+        pass

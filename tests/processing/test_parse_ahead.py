@@ -1,0 +1,67 @@
+"""processing.parse_ahead.ParseAhead: a batch's documents parsed side by side, handed back as they finish."""
+
+import pytest
+
+from tests import docgen
+from ud_assets.decoding import detect, ids
+from ud_assets.decoding.model import DecoderConfig
+from ud_assets.decoding.partitioning import unstructured_version
+from ud_assets.defs.resources import LibrarianResource
+from ud_assets.processing.parse_ahead import ParseAhead
+from ud_assets.processing.runner import process_document
+
+CONFIG = DecoderConfig()
+
+
+@pytest.fixture
+def lib(tmp_path):
+    return LibrarianResource(backend="embedded", home=str(tmp_path / "ud"), workspace="default").get()
+
+
+def test_largest_documents_start_first(lib):
+    lib.add_document("small", detect.MARKDOWN, docgen.markdown(), title="small.md")
+    lib.add_document("large", detect.PDF, docgen.long_pdf(), title="large.pdf")
+    lib.add_document("middle", detect.PDF, docgen.pdf_text(3), title="middle.pdf")
+    ahead = ParseAhead(lib, CONFIG, unstructured_version(), workers=2)
+    try:
+        assert ahead.largest_first(["small", "large", "middle", "missing"]) == ["large", "middle", "small", "missing"]
+    finally:
+        ahead.close()
+
+
+def test_documents_come_back_as_their_parses_finish_each_once(lib):
+    lib.add_document("large", detect.PDF, docgen.long_pdf(), title="large.pdf")
+    for n in range(4):
+        lib.add_document(f"note-{n}", detect.MARKDOWN, docgen.markdown() + f"\n\nNote {n}.\n".encode(), title=f"{n}.md")
+    keys = ["note-0", "note-1", "large", "note-2", "note-3"]
+    version = unstructured_version()
+    ahead = ParseAhead(lib, CONFIG, version, workers=2, lookahead=1)
+    order = []
+    try:
+        for key in ahead.in_completion_order(keys):
+            order.append(key)
+            assert len(ahead._futures) <= ahead.window  # bounded: parsed documents waiting in memory
+            fingerprint = ids.fingerprint(lib.get_metadata(key).sha256, version, CONFIG)
+            parsed = ahead.take(key, fingerprint)
+            assert parsed is not None and parsed.elements, key  # its elements, parsed in the background
+    finally:
+        ahead.close()
+    assert sorted(order) == sorted(keys)
+    # The large PDF started first, yet the notes parsed beside it are stored before it ends.
+    assert order[-1] == "large"
+
+
+def test_a_parse_for_another_generation_or_an_up_to_date_document_is_not_used(lib):
+    lib.add_document("doc", detect.MARKDOWN, docgen.markdown(), title="doc.md")
+    version = unstructured_version()
+    fingerprint = ids.fingerprint(lib.get_metadata("doc").sha256, version, CONFIG)
+    ahead = ParseAhead(lib, CONFIG, version)
+    try:
+        ahead.submit("doc")
+        assert ahead.take("doc", "another-generation") is None
+        assert ahead.take("doc", fingerprint) is None  # taken once only
+        process_document(lib, "doc", CONFIG, version=version)
+        ahead.submit("doc")  # now current: nothing to parse
+        assert ahead.take("doc", fingerprint) is None
+    finally:
+        ahead.close()

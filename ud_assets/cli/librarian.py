@@ -1,0 +1,174 @@
+"""`ud librarian add|list|show|rm`: manage the documents in the librarian.
+
+The backend comes from the environment (resources.settings): the embedded one under UD_HOME,
+or S3 + Cassandra when CASSANDRA_HOST is set. Failures print one line on stderr and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import uuid
+
+PROG = "ud librarian"
+
+
+def add_librarian_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the `librarian` command (with add, list, show, rm) to an argparse subparsers object."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--workspace", help="workspace (default: UD_WORKSPACE or 'default')")
+
+    parser = subparsers.add_parser("librarian", help="add, list, show and remove documents in the librarian")
+    commands = parser.add_subparsers(dest="librarian_command", required=True, metavar="{add,list,show,rm}")
+
+    add = commands.add_parser("add", parents=[common], help="store a file as a source document; prints its id")
+    add.add_argument("file", metavar="FILE")
+    add.add_argument("--id", help="document id (default: a new uuid4)")
+    add.add_argument("--title", default=None, help="title (default: the file name)")
+    add.add_argument("--kind", help="MIME type (default: detected from the bytes and the file name)")
+    add.add_argument("--comments", default="")
+    add.add_argument("--tag", action="append", default=[], dest="tags", help="a tag (repeatable)")
+    add.set_defaults(handler=cmd_add)
+
+    lst = commands.add_parser("list", parents=[common], help="list source documents")
+    lst.add_argument("--json", action="store_true", help="one JSON array of metadata")
+    lst.add_argument("--children", action="store_true", help="include child documents (pages, sections, images, chunks)")
+    lst.set_defaults(handler=cmd_list)
+
+    show = commands.add_parser("show", parents=[common], help="show a document's metadata and children")
+    show.add_argument("id", metavar="ID")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(handler=cmd_show)
+
+    rm = commands.add_parser("rm", parents=[common], help="remove a document, its children and their triples")
+    rm.add_argument("id", metavar="ID")
+    rm.set_defaults(handler=cmd_rm)
+    return parser
+
+
+def _fail(message: str) -> int:
+    line = " ".join(str(message).split())  # one line, whatever the exception carried
+    print(f"{PROG}: error: {line}", file=sys.stderr)
+    return 1
+
+
+def _run(args: argparse.Namespace, action) -> int:
+    from resources.model import LibrarianError
+    from resources.settings import load_settings, open_librarian
+
+    try:
+        librarian = open_librarian(load_settings(workspace=args.workspace))
+    except LibrarianError as e:
+        return _fail(str(e))
+    try:
+        return action(librarian)
+    except LibrarianError as e:
+        return _fail(str(e))
+    except OSError as e:
+        return _fail(f"{e.filename or ''}: {e.strerror or e}" if e.filename else str(e))
+    except KeyboardInterrupt:
+        return _fail("interrupted")
+    finally:
+        try:
+            librarian.close()
+        except Exception:
+            pass
+
+
+def _detect_kind(path: str) -> str:
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    from ud_assets.decoding.detect import detect_mime
+
+    return detect_mime(head, filename=os.path.basename(path))
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from ud_assets.defs.keys import partition_key_problem
+
+    path = args.file
+    if not os.path.isfile(path):
+        return _fail(f"{path}: no such file")
+
+    def action(librarian) -> int:
+        kind = args.kind or _detect_kind(path)
+        doc_id = args.id or str(uuid.uuid4())
+        problem = partition_key_problem(doc_id)
+        if problem:  # it could be stored, but never decoded: refuse it now, clearly
+            return _fail(f"document id {doc_id!r} {problem}; choose another --id")
+        title = os.path.basename(path) if args.title is None else args.title
+        with open(path, "rb") as f:
+            meta = librarian.add_document(doc_id, kind, f, title=title, comments=args.comments, tags=args.tags)
+        print(meta.id)
+        return 0
+
+    return _run(args, action)
+
+
+def _meta_json(m) -> dict:
+    return {
+        "id": m.id,
+        "workspace": m.workspace,
+        "kind": m.kind,
+        "title": m.title,
+        "comments": m.comments,
+        "time": m.time.isoformat(),
+        "size": m.size,
+        "sha256": m.sha256,
+        "object_id": str(m.object_id),
+        "parent_id": m.parent_id,
+        "document_type": m.document_type,
+        "tags": list(m.tags),
+        "metadata": [list(t) for t in m.metadata],
+    }
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    def action(librarian) -> int:
+        docs = librarian.list_documents(include_children=args.children)
+        if args.json:
+            json.dump([_meta_json(d) for d in docs], sys.stdout, ensure_ascii=False, indent=1)
+            sys.stdout.write("\n")
+            return 0
+        for d in docs:
+            cols = [d.id, d.document_type, d.kind, str(d.size), d.time.strftime("%Y-%m-%dT%H:%M:%SZ"), d.title]
+            if args.children:
+                cols.insert(2, d.parent_id or "-")
+            print("\t".join(cols))
+        return 0
+
+    return _run(args, action)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    def action(librarian) -> int:
+        meta = librarian.get_metadata(args.id)
+        children = librarian.list_children(args.id)
+        if args.json:
+            out = _meta_json(meta) | {"children": [_meta_json(c) for c in children]}
+            json.dump(out, sys.stdout, ensure_ascii=False, indent=1)
+            sys.stdout.write("\n")
+            return 0
+        for key, value in _meta_json(meta).items():
+            if key == "metadata":
+                value = "; ".join(" ".join(map(str, t)) for t in meta.metadata)
+            elif key == "tags":
+                value = ", ".join(meta.tags)
+            print(f"{key}: {value}")
+        print(f"children: {len(children)}")
+        for c in children:
+            print(f"  {c.id}\t{c.document_type}\t{c.kind}\t{c.size}\t{c.title}")
+        return 0
+
+    return _run(args, action)
+
+
+def cmd_rm(args: argparse.Namespace) -> int:
+    def action(librarian) -> int:
+        n = librarian.remove_document(args.id)
+        print(f"removed {args.id} ({n} document{'s' if n != 1 else ''})")
+        return 0
+
+    return _run(args, action)

@@ -1,0 +1,189 @@
+"""The asset graph: document → elements → sections → images → provenance_triples.
+
+The six assets share one step (a multi-asset): a document is read, partitioned and written
+once per generation, and a run over a batch of partitions pays the process start-up (spaCy,
+torch) once. Each asset is still its own node in the lineage graph, selectable on its own;
+later stages then start from what earlier ones stored in the librarian.
+
+One bad document never blocks the others: each good partition gets its materializations as
+it finishes, the bad ones are recorded in the failure ledger, and the step fails at the end
+naming them, so their partitions show as failed with the cause.
+"""
+
+
+import os
+import time
+from collections.abc import Callable
+from importlib.metadata import version as package_version
+
+import dagster as dg
+
+from ud_assets.decoding.model import DECODER_LOGIC_VERSION
+from ud_assets.defs.checks import CHECK_SPECS, check_results
+from ud_assets.defs.config import DecoderOptions
+from ud_assets.defs.partitions import documents_partitions
+from ud_assets.defs.resources import LibrarianResource
+from ud_assets.processing.model import DocumentFailed, Outcome
+
+GROUP = "universal_decoder"
+DECODE_RUN_TAG = "ud/decode"  # runs carrying it share the run queue's decoding limit
+TRANSIENT_ATTEMPTS = 3
+PARSE_LOOKAHEAD = 2  # parsed documents that may wait, beyond one per parse worker, while others are stored
+
+
+def batch_size() -> int:
+    """Partitions per run in backfills (UD_BATCH_SIZE, default 50)."""
+    return max(1, int(os.environ.get("UD_BATCH_SIZE", "50")))
+
+
+def elements_code_version() -> str:
+    # importlib.metadata reads the installed version without importing unstructured.
+    return f"unstructured-{package_version('unstructured')}+decoder-{DECODER_LOGIC_VERSION}"
+
+
+ASSET_SPECS = [
+    dg.AssetSpec(
+        "document",
+        description="The librarian's source document: metadata, detected MIME type, size, sha256 (bytes stay in the object store).",
+        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
+    ),
+    dg.AssetSpec(
+        "elements",
+        deps=["document"],
+        description="unstructured's elements of the document, stored as JSON in the object store.",
+        group_name=GROUP, skippable=True, code_version=elements_code_version(),
+    ),
+    dg.AssetSpec(
+        "sections",
+        deps=["elements"],
+        description="Pages or sections with their text and exact offsets: librarian child documents (page | section).",
+        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
+    ),
+    dg.AssetSpec(
+        "images",
+        deps=["sections"],
+        description="Embedded images with their original bytes: librarian child documents (image) of their page or section.",
+        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
+    ),
+    dg.AssetSpec(
+        "chunks",
+        deps=["sections"],
+        description="Chunks of every page/section (TrustGraph's recursive chunker, exact offsets, tables kept whole): "
+        "librarian child documents (chunk) of their section, with their provenance triples.",
+        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
+    ),
+    dg.AssetSpec(
+        "provenance_triples",
+        deps=["images"],
+        description="PROV-O/TrustGraph provenance of the document, its pages/sections and images, in urn:graph:source.",
+        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
+    ),
+]
+
+@dg.multi_asset(
+    name="universal_decoder",
+    specs=ASSET_SPECS,
+    check_specs=CHECK_SPECS,
+    can_subset=True,
+    partitions_def=documents_partitions,
+    backfill_policy=dg.BackfillPolicy.multi_run(max_partitions_per_run=batch_size()),
+    pool="decoding",
+)
+def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions, librarian: LibrarianResource):
+    from ud_assets.decoding.partitioning import unstructured_version
+    from ud_assets.processing.model import STAGES
+    from ud_assets.processing.parse_ahead import ParseAhead, parse_workers
+
+    lib = librarian.get()
+    decoder_config = config.to_decoder_config()
+    selected = {key.to_user_string() for key in context.selected_asset_keys}
+    stages = [stage for stage in STAGES if stage in selected]
+    chunking = config.to_chunking_options()
+    keys = list(context.partition_keys)
+    outcomes: list[Outcome] = []
+    failures: list[DocumentFailed] = []
+    version = unstructured_version()
+    # With more than one document, several are parsed at once while finished ones are stored.
+    ahead = (ParseAhead(lib, decoder_config, version, config.force, workers=parse_workers(), lookahead=PARSE_LOOKAHEAD)
+             if len(keys) > 1 and "elements" in stages else None)
+    try:
+        yield from _process_batch(context, lib, keys, decoder_config, stages, chunking, config.force, version, ahead,
+                                  outcomes, failures)
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+    selected_checks = {(key.asset_key.to_user_string(), key.name) for key in context.selected_asset_check_keys}
+    yield from check_results(selected_checks, outcomes)
+    if failures:
+        lines = [str(f) for f in failures]
+        raise dg.Failure(
+            description=f"{len(failures)} of {len(keys)} documents failed: " + "; ".join(lines)[:2000],
+            metadata={"failed": dg.MetadataValue.json({f.document_id: f.cause for f in failures}),
+                      "succeeded": len(outcomes)},
+            allow_retries=any(f.transient for f in failures),
+        )
+
+
+def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, version, ahead, outcomes, failures):
+    from ud_assets.processing.generations import record_failure
+    from ud_assets.processing.runner import process_document
+
+    # Parsed ahead, documents come back as their parses finish (largest started first).
+    order = ahead.in_completion_order(keys) if ahead is not None else keys
+    for index, key in enumerate(order, start=1):
+        started = time.perf_counter()
+        context.log.info(f"[{index}/{len(keys)}] {key}")
+        try:
+            outcome = _with_retries(lambda: process_document(lib, key, decoder_config, stages, version=version,
+                                                             progress=context.log.debug, force=force,
+                                                             chunking=chunking, ahead=ahead), context)
+        except DocumentFailed as failure:
+            failures.append(failure)
+            context.log.error(f"document {failure}")
+            try:
+                if not failure.known:
+                    record_failure(lib, key, failure)
+            except Exception as exc:  # noqa: BLE001 - the ledger must not hide the document's own error
+                context.log.warning(f"could not record the failure of {key}: {exc}")
+            continue
+        outcomes.append(outcome)
+        elapsed = round(time.perf_counter() - started, 3)
+        for stage in stages:
+            stored = outcome.metadata(stage)
+            if stored is None:
+                stored = {"up_to_date": True, "generation": outcome.fingerprint} if outcome.skipped else {}
+            metadata = {**stored, "document_id": key}
+            if stage == stages[-1]:
+                metadata["document_s"] = elapsed
+                if ahead is not None:
+                    metadata["parse_wait_s"] = round(ahead.waited.get(key, 0.0), 3)
+            yield dg.AssetMaterialization(asset_key=stage, partition=key, metadata=_metadata(metadata))
+
+
+def _with_retries(attempt: Callable[[], Outcome], context: dg.AssetExecutionContext) -> Outcome:
+    """Retry a document whose storage was unavailable, with backoff; other failures are final."""
+    for n in range(TRANSIENT_ATTEMPTS):
+        try:
+            return attempt()
+        except DocumentFailed as failure:
+            if not failure.transient or n == TRANSIENT_ATTEMPTS - 1:
+                raise
+            delay = 0.5 * 2**n
+            context.log.warning(f"{failure}; retrying in {delay:.1f}s")
+            time.sleep(delay)
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _metadata(values: dict) -> dict:
+    out = {}
+    for name, value in values.items():
+        if name == "preview":
+            out[name] = dg.MetadataValue.md(value or "_(no text)_")
+        elif isinstance(value, (dict, list)):
+            out[name] = dg.MetadataValue.json(value)
+        elif value is None:
+            continue
+        else:
+            out[name] = value
+    return out

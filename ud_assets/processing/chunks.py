@@ -1,0 +1,73 @@
+"""The `chunks` stage: chunks of every leaf page/section as child documents, with exact offsets.
+
+Chunks have a generation of their own (the sections' generation plus chunk size and overlap), so
+changing the chunker's parameters re-chunks without re-decoding.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+from resources.model import CHUNK, GRAPH_SOURCE, Child, DocumentMetadata, Quad
+from ud_assets.decoding import chunking, ids
+from ud_assets.decoding.model import Section
+from ud_assets.decoding.provenance import RDF_TYPE, TG_CHUNK_TYPE
+from ud_assets.processing.model import CHUNK_GENERATION_TAG, Attempt, ChunkingOptions, ChunksResult
+from ud_assets.processing.provenance import to_quad
+
+
+def chunks_stage(attempt: Attempt, sections: list[Section], fresh_sections: bool,
+                 options: ChunkingOptions) -> ChunksResult:
+    """Chunk the generation's sections (stored already) and store chunks and their triples.
+
+    fresh_sections: every section was written by this run, so none has chunks yet (no reads)."""
+    started = time.perf_counter()
+    lib = attempt.librarian
+    generation = chunking.chunk_generation(attempt.fingerprint, options.chunk_size, options.chunk_overlap)
+    tag = CHUNK_GENERATION_TAG + generation
+    started_at = (attempt.now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    exact = True
+    quads: list[Quad] = []
+    new_chunks: list[Child] = []
+    stored_below: list[DocumentMetadata] = []
+    for section in (s for s in sections if s.leaf):
+        chunks = chunking.chunk_text(section.text, options.chunk_size, options.chunk_overlap)
+        exact &= all(section.text[c.offset : c.offset + c.length] == c.text for c in chunks)
+        # Sections this run wrote have no chunks yet; others may (same or older chunk generation).
+        stored = [] if fresh_sections else lib.list_children(section.id)
+        stored_below += stored
+        have = {c.id for c in stored}
+        for chunk in chunks:
+            chunk_id = chunking.chunk_id(section.id, generation, chunk.index)
+            if chunk_id not in have:
+                new_chunks.append(Child(section.id, chunk_id, "text/plain", chunk.text.encode("utf-8"), CHUNK,
+                                        f"Chunk {chunk.index}", (tag,)))
+            activity = chunking.chunk_activity_iri(section.id, generation, chunk.index)
+            quads += [to_quad(t) for t in chunking.chunk_triples(
+                chunk, chunk_id, section.id, activity, options.chunk_size, options.chunk_overlap, started_at)]
+
+    # The chunks' objects and rows, and their triples, go side by side: neither needs the other.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunk-children") as pool:
+        children_written = pool.submit(lib.put_children, new_chunks)
+        if not fresh_sections:
+            subjects = sorted({q.s for q in quads} - {ids.agent_iri(chunking.CHUNKER_COMPONENT)})
+            lib.triples.delete_subjects(subjects, GRAPH_SOURCE, lib.collection)
+        lib.triples.insert(quads, lib.collection)
+        children_written.result()
+    removed = 0
+    for old in stored_below:
+        if old.document_type == CHUNK and tag not in old.tags:
+            lib.remove_document(old.id)
+            removed += 1
+    total = sum(1 for q in quads if q.p == RDF_TYPE and q.o.value == TG_CHUNK_TYPE)
+    return ChunksResult(exact, {
+        "chunks": total,
+        "written": len(new_chunks),
+        "old_chunks_removed": removed,
+        "chunk_size": options.chunk_size,
+        "chunk_overlap": options.chunk_overlap,
+        "chunk_generation": generation,
+        "chunk_s": round(time.perf_counter() - started, 3),
+    })

@@ -1,0 +1,169 @@
+"""Generations and the failure ledger: when a document is current, how a generation becomes current.
+
+Every child id is derived from the generation fingerprint (bytes, unstructured's version, decoder
+options, decoder logic). A run writes the new generation beside the old one and only when all of
+it is stored does it `commit`: record the generation and remove what older generations left. A
+failure before that leaves the previous generation intact and queryable; re-running the same
+generation skips what is already stored (same ids), so nothing doubles.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+
+from resources.model import GRAPH_SOURCE, Librarian, LibrarianError, Quad
+from resources.records import Failure, Generation
+from ud_assets.decoding import ids
+from ud_assets.decoding.model import DECODER_LOGIC_VERSION, Element, Section
+from ud_assets.decoding.partitioning import unstructured_version
+from ud_assets.processing.model import Attempt, DocumentFailed, generation_tag
+
+
+def elements_object_id(document_id: str, fingerprint: str) -> uuid.UUID:
+    """Where a generation's elements JSON lives in the object store (stable across re-runs)."""
+    return ids.entity_uuid(document_id, fingerprint, "elements", 0)
+
+
+# -- the up-to-date rule: the one place that decides whether a document needs decoding ----------
+
+def known_failure(librarian: Librarian, document_id: str, fingerprint: str) -> Failure | None:
+    """The ledger's deterministic failure of this very generation, if any.
+
+    Such a failure repeats until the bytes, the decoder or its options change."""
+    known = librarian.get_failure(document_id)
+    if known is not None and not known.transient and known.fingerprint == fingerprint:
+        return known
+    return None
+
+
+def is_current(librarian: Librarian, document_id: str, fingerprint: str, current: Generation | None) -> bool:
+    """The stored current generation is this one, and every child of the document belongs to it."""
+    if current is None or current.fingerprint != fingerprint:
+        return False
+    tag = generation_tag(fingerprint)
+    return all(tag in child.tags for child in librarian.list_children(document_id))
+
+
+def needs_decoding(librarian: Librarian, document_id: str, fingerprint: str, force: bool) -> bool:
+    """Whether a decode of this generation would do anything (ParseAhead asks before parsing)."""
+    if force:
+        return True
+    if known_failure(librarian, document_id, fingerprint) is not None:
+        return False
+    return not is_current(librarian, document_id, fingerprint, librarian.get_generation(document_id))
+
+
+def refuse_known_failure(attempt: Attempt) -> None:
+    known = known_failure(attempt.librarian, attempt.document_id, attempt.fingerprint)
+    if known is not None:
+        raise DocumentFailed(
+            attempt.document_id,
+            f"{known.error} (known failure since {known.time:%Y-%m-%d %H:%M} UTC; retried when the document, "
+            "the decoder or its options change, or with force)",
+            known=True,
+        )
+
+
+# -- children of other generations --------------------------------------------------------------
+
+def stale_children(attempt: Attempt) -> list[str]:
+    """Children that belong neither to this attempt's generation nor to the current one.
+
+    After a commit the current generation is this one, so every other child is stale; before it,
+    the current generation's children are still the ones readers use, and stay."""
+    lib = attempt.librarian
+    current = lib.get_generation(attempt.document_id)
+    keep = {attempt.tag} | ({generation_tag(current.fingerprint)} if current is not None else set())
+    return [c.id for c in lib.list_children(attempt.document_id) if not keep & set(c.tags)]
+
+
+# -- commit -------------------------------------------------------------------------------------
+
+def commit(attempt: Attempt, quads: list[Quad], summary: dict[str, int]) -> list[str]:
+    """Make the attempt's generation current: record it, then remove older generations' children.
+
+    The document-level triples are replaced first (they describe the document as of this
+    generation); the record follows; only then do older children go, so a crash in between
+    leaves a current generation whose extra children the next commit removes."""
+    lib, info = attempt.librarian, attempt.info
+    doc_iri = ids.document_iri(info.id)
+    lib.triples.delete_subjects([doc_iri], GRAPH_SOURCE, lib.collection)
+    lib.triples.insert([q for q in quads if q.s == doc_iri], lib.collection)
+    lib.set_generation(
+        Generation(
+            document_id=info.id,
+            fingerprint=info.fingerprint,
+            sha256=info.sha256,
+            unstructured_version=info.unstructured_version,
+            decoder_version=DECODER_LOGIC_VERSION,
+            config_json=json.dumps(attempt.config.as_dict(), sort_keys=True),
+            elements_object_id=str(elements_object_id(info.id, info.fingerprint)),
+            time=datetime.now(UTC),
+            summary_json=json.dumps(summary),
+        )
+    )
+    stale = [c.id for c in lib.list_children(info.id) if attempt.tag not in c.tags]
+    for child_id in stale:
+        lib.remove_document(child_id)
+    lib.clear_failure(info.id)
+    return stale
+
+
+def generation_diff(attempt: Attempt, sections: list[Section], elements: list[Element]) -> dict[str, object] | None:
+    """What a new generation changes: sections, elements and characters added/removed/changed."""
+    previous, lib = attempt.current, attempt.librarian
+    if previous is None or previous.fingerprint == attempt.fingerprint:
+        return None
+    old_sections = {
+        c.title: lib.get_content(c.id).decode("utf-8", errors="replace")
+        for c in lib.list_children(attempt.document_id)
+        if attempt.tag not in c.tags and c.document_type in ("page", "section")
+    }
+    new_sections = {s.label: s.text for s in sections if s.leaf}
+    try:
+        payload = b"".join(lib.objects.open(uuid.UUID(previous.elements_object_id)))
+        old_elements = Counter((e["category"], e["text"]) for e in json.loads(payload)["elements"])
+    except (LibrarianError, ValueError, KeyError):  # an old generation without stored elements: compare what is there
+        old_elements = Counter()
+    new_elements = Counter((e.category, e.text) for e in elements)
+    old_paragraphs = Counter(p for text in old_sections.values() for p in text.split("\n\n"))
+    new_paragraphs = Counter(p for text in new_sections.values() for p in text.split("\n\n"))
+    return {
+        "from_unstructured": previous.unstructured_version,
+        "to_unstructured": attempt.info.unstructured_version,
+        "sections_added": len(new_sections.keys() - old_sections.keys()),
+        "sections_removed": len(old_sections.keys() - new_sections.keys()),
+        "sections_changed": sum(1 for k in new_sections.keys() & old_sections.keys() if new_sections[k] != old_sections[k]),
+        "elements_added": sum((new_elements - old_elements).values()),
+        "elements_removed": sum((old_elements - new_elements).values()),
+        "characters_added": sum(len(p) * n for p, n in (new_paragraphs - old_paragraphs).items()),
+        "characters_removed": sum(len(p) * n for p, n in (old_paragraphs - new_paragraphs).items()),
+    }
+
+
+# -- the failure ledger -------------------------------------------------------------------------
+
+def record_failure(librarian: Librarian, document_id: str, error: DocumentFailed, version: str | None = None) -> None:
+    """Write (or replace) the document's entry in the failure ledger; attempts count per content."""
+    try:
+        sha = librarian.get_metadata(document_id).sha256
+    except LibrarianError:
+        sha = ""
+    previous = librarian.get_failure(document_id)
+    attempts = previous.attempts + 1 if previous and previous.sha256 == sha else 1
+    librarian.record_failure(
+        Failure(
+            document_id=document_id,
+            time=datetime.now(UTC),
+            sha256=sha,
+            unstructured_version=version or unstructured_version(),
+            decoder_version=DECODER_LOGIC_VERSION,
+            error=error.cause[:500],
+            transient=error.transient,
+            attempts=attempts,
+            fingerprint=error.fingerprint,
+        )
+    )

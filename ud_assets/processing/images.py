@@ -1,0 +1,36 @@
+"""The `images` stage: embedded images, original bytes, as child documents of their page or section."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from resources.model import IMAGE, Child
+from ud_assets.processing.model import Attempt, Built, ImagesResult
+from ud_assets.processing.sections import LISTED_IDS
+
+
+def images_stage(attempt: Attempt, built: Built) -> ImagesResult:
+    """Store the images not stored yet. Their parents (sections) must be stored already."""
+    started = time.perf_counter()
+    lib = attempt.librarian
+    new = [Child(r.parent, r.id, r.mime_type, r.data, IMAGE, f"Image {r.ordinal}", (attempt.tag,))
+           for r in built.images if not lib.exists(r.id)]
+    lib.put_children(new)
+    return ImagesResult(len(new), len(new) == len(built.images), {
+        "images": len(built.images),
+        "written": len(new),
+        "bytes": sum(len(r.data) for r in built.images),
+        "by_mime_type": dict(Counter(r.mime_type for r in built.images)),
+        "image_ids": [r.id for r in built.images][:LISTED_IDS],
+        "store_s": round(time.perf_counter() - started, 3),
+    })
+
+
+def missing_children(attempt: Attempt, built: Built) -> list[str]:
+    """Ids of this generation's pages, sections and images that the librarian does not hold."""
+    lib = attempt.librarian
+    stored = {c.id for c in lib.list_children(attempt.document_id)}
+    for parent in {r.parent for r in built.images}:
+        stored |= {c.id for c in lib.list_children(parent)}
+    return [i for i in [s.id for s in built.sections] + [r.id for r in built.images] if i not in stored]

@@ -1,0 +1,172 @@
+"""What the stages pass to each other: one attempt at a generation, and each stage's typed result.
+
+The stages (ud_assets.processing.*) are plain functions over a Librarian; none of them knows
+Dagster. Each takes what it needs as arguments (the previous stage's result from this run, or the
+current generation loaded from storage) and returns a typed result, so any subset of stages
+composes: `runner.process_document` only decides where each input comes from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from resources.model import DocumentMetadata, Librarian
+from resources.records import Generation
+from ud_assets.decoding.model import DecoderConfig, DocumentInfo, Element, ImageRecord, Section
+
+DOCUMENT = "document"
+ELEMENTS = "elements"
+SECTIONS = "sections"
+IMAGES = "images"
+PROVENANCE = "provenance_triples"
+CHUNKS = "chunks"
+# The order stages run in; chunks need only sections and run beside images and provenance.
+STAGES = (DOCUMENT, ELEMENTS, SECTIONS, IMAGES, PROVENANCE, CHUNKS)
+# The stages that make up one generation (chunks have a generation of their own).
+GENERATION_STAGES = (ELEMENTS, SECTIONS, IMAGES, PROVENANCE)
+
+Metadata = dict[str, Any]  # one stage's materialization metadata, as plain values
+
+GENERATION_TAG = "generation:"  # tag prefix of every child of a generation
+CHUNK_GENERATION_TAG = "chunk-generation:"
+
+
+def generation_tag(fingerprint: str) -> str:
+    return GENERATION_TAG + fingerprint
+
+
+@dataclass(frozen=True)
+class ChunkingOptions:
+    """TrustGraph's recursive chunker parameters (the defaults of its chunker)."""
+
+    chunk_size: int = 2000
+    chunk_overlap: int = 100
+
+
+class DocumentFailed(Exception):
+    """The document could not be processed, by its own fault or a server's; the message names it.
+
+    Only these are ever written to the failure ledger. An exception of any other type is a bug in
+    this project and travels up unchanged, so the run fails with its traceback.
+    """
+
+    def __init__(self, document_id: str, cause: str, transient: bool = False, known: bool = False,
+                 fingerprint: str = ""):
+        super().__init__(f"{document_id}: {cause}")
+        self.document_id = document_id
+        self.cause = cause
+        self.transient = transient  # a server was unavailable: worth retrying
+        self.known = known  # already in the failure ledger for this generation
+        self.fingerprint = fingerprint
+
+
+class MissingInput(Exception):
+    """A selected stage needs what an earlier stage stores, and storage lacks it.
+
+    Neither the document's fault nor a bug: the run fails with the message (which says what to
+    materialize first) and nothing is written to the failure ledger.
+    """
+
+    def __init__(self, document_id: str, what: str):
+        super().__init__(f"{document_id}: {what}")
+        self.document_id = document_id
+
+
+@dataclass
+class Attempt:
+    """One document on its way to one generation: what every stage reads."""
+
+    librarian: Librarian
+    meta: DocumentMetadata
+    info: DocumentInfo  # detected MIME type, fingerprint, strategy used (set when elements are known)
+    config: DecoderConfig
+    current: Generation | None  # the generation stored as current when the attempt began
+    now: datetime | None = None  # the time written into provenance (tests pin it)
+
+    @property
+    def document_id(self) -> str:
+        return self.info.id
+
+    @property
+    def fingerprint(self) -> str:
+        return self.info.fingerprint
+
+    @property
+    def tag(self) -> str:
+        """The tag every child of this generation carries."""
+        return generation_tag(self.fingerprint)
+
+
+@dataclass(frozen=True)
+class DocumentResult:
+    metadata: Metadata
+
+
+@dataclass(frozen=True)
+class ElementsResult:
+    elements: list[Element]
+    metadata: Metadata | None  # None when loaded from storage rather than produced by this run
+
+
+@dataclass(frozen=True)
+class Built:
+    """Sections and images of a generation: pure functions of its elements, cheap to rebuild."""
+
+    sections: list[Section]
+    images: list[ImageRecord]
+
+
+@dataclass(frozen=True)
+class SectionsResult:
+    written: int
+    fresh: bool  # every section was written by this run (none existed): nothing to clear below them
+    offsets_exact: bool
+    metadata: Metadata
+
+
+@dataclass(frozen=True)
+class ImagesResult:
+    written: int
+    fresh: bool
+    metadata: Metadata
+
+
+@dataclass(frozen=True)
+class ProvenanceResult:
+    triples_expected: int
+    triples_stored: int
+    removed_children: list[str]  # an older generation's children removed at commit
+    metadata: Metadata
+
+
+@dataclass(frozen=True)
+class ChunksResult:
+    offsets_exact: bool
+    metadata: Metadata
+
+
+@dataclass
+class Outcome:
+    """What processing one document produced: each selected stage's result, for metadata and checks."""
+
+    document_id: str
+    fingerprint: str = ""
+    skipped: bool = False  # the generation was current and complete: nothing was redone
+    document: DocumentResult | None = None
+    elements: ElementsResult | None = None
+    built: Built | None = None
+    sections: SectionsResult | None = None
+    images: ImagesResult | None = None
+    provenance: ProvenanceResult | None = None
+    chunks: ChunksResult | None = None
+    missing_children: list[str] = field(default_factory=list)  # of this generation, after its stages
+    stale_children: list[str] = field(default_factory=list)  # of another generation, after its stages
+
+    def metadata(self, stage: str) -> Metadata | None:
+        """The stage's materialization metadata, or None when it produced nothing this run."""
+        result = getattr(self, stage if stage != PROVENANCE else "provenance")
+        if result is None:
+            return None
+        return result.metadata

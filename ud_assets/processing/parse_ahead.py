@@ -1,0 +1,125 @@
+"""Parse ahead: a batch's documents parsed in forked children while finished ones are stored."""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+from resources.model import Librarian, LibrarianError
+from ud_assets.decoding import ids
+from ud_assets.decoding.decoder import describe_document, partition_document
+from ud_assets.decoding.limits import Limits
+from ud_assets.decoding.model import DecoderConfig, Element
+from ud_assets.processing.document import DETECTION_BYTES
+from ud_assets.processing.generations import needs_decoding
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A document's parse for one generation, done in the background."""
+
+    fingerprint: str
+    elements: list[Element]
+    strategy_used: str
+    notes: list[str]
+    stats: dict[str, float]
+
+
+def parse_workers() -> int:
+    """Documents of a batch parsed at once (UD_PARSE_WORKERS, default 2), each in its own child."""
+    return Limits.from_env().workers
+
+
+class ParseAhead:
+    """Parses a batch's documents in the background, several at once, while finished ones are stored.
+
+    Each parse runs in a forked child (decoding.isolation), so `workers` parses use as many cores
+    while this process writes to the librarian. `in_completion_order` starts the largest documents
+    first and hands documents back as their parses finish: a batch then costs about its longest
+    parse plus that document's storage, instead of the sum of every parse and every store.
+    At most `workers + lookahead` parsed documents wait in memory. Documents that would be
+    skipped (generations.needs_decoding: up to date, or a known failure) are not parsed ahead.
+    """
+
+    def __init__(self, librarian: Librarian, config: DecoderConfig, version: str, force: bool = False,
+                 workers: int = 2, lookahead: int = 2):
+        from ud_assets.decoding.isolation import warm_up
+
+        self.librarian, self.config, self.version, self.force = librarian, config, version, force
+        self.window = max(1, workers) + max(0, lookahead)
+        self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="parse-ahead")
+        self._futures: dict[str, Future[Parsed | None]] = {}
+        self.waited: dict[str, float] = {}  # seconds the caller waited for each document's parse
+        # A batch is worth warming for every format once, before its first parse (the first
+        # parses wait for it): each child then starts with every parser imported.
+        self._pool.submit(warm_up)
+
+    def submit(self, document_id: str) -> None:
+        if document_id not in self._futures:
+            self._futures[document_id] = self._pool.submit(self._parse, document_id)
+
+    def in_completion_order(self, document_ids: list[str]) -> Iterator[str]:
+        """Yields every document id once, each as soon as its background parse has finished.
+
+        The caller processes (and `take`s) each before asking for the next one."""
+        queue = deque(self.largest_first(document_ids))
+        while queue or self._futures:
+            while queue and len(self._futures) < self.window:
+                self.submit(queue.popleft())
+            started = time.perf_counter()
+            done, _ = wait(list(self._futures.values()), return_when=FIRST_COMPLETED)
+            # Of those finished, the one started first (dicts keep submission order).
+            document_id = next(k for k, future in self._futures.items() if future in done)
+            self.waited[document_id] = time.perf_counter() - started
+            yield document_id
+            self._futures.pop(document_id, None)  # not taken: skipped before its elements were needed
+
+    def largest_first(self, document_ids: list[str]) -> list[str]:
+        """Biggest first, so the longest parse starts at once and the rest fill the other workers.
+
+        Size is a cheap proxy for parse time; a document whose metadata cannot be read keeps its
+        place and fails when it is processed, with its cause."""
+
+        def size(document_id: str) -> int:
+            try:
+                return self.librarian.get_metadata(document_id).size
+            except LibrarianError:  # reported by process_document, not here
+                return 0
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            sizes = dict(zip(document_ids, pool.map(size, document_ids)))
+        return sorted(document_ids, key=lambda d: -sizes[d])
+
+    def take(self, document_id: str, fingerprint: str) -> Parsed | None:
+        """The parse done ahead for this generation, or None.
+
+        A failure of the background parse is raised here, as the parse's own failure."""
+        future = self._futures.pop(document_id, None)
+        if future is None:
+            return None
+        parsed = future.result()
+        if parsed is None or parsed.fingerprint != fingerprint:
+            return None
+        return parsed
+
+    def _parse(self, document_id: str) -> Parsed | None:
+        lib = self.librarian
+        meta = lib.get_metadata(document_id)
+        if meta.parent_id or meta.size > Limits.from_env().max_bytes:
+            return None  # refused by the document's own processing, with its cause
+        fingerprint = ids.fingerprint(meta.sha256, self.version, self.config)
+        if not needs_decoding(lib, document_id, fingerprint, self.force):
+            return None
+        data = lib.get_content(document_id)
+        info = describe_document(data[:DETECTION_BYTES], document_id, self.config, filename=meta.title,
+                                 declared_kind=meta.kind, title=meta.title, version=self.version)
+        elements = partition_document(data, info, self.config, meta.title or None)
+        return Parsed(fingerprint, elements, info.strategy_used, info.notes, dict(info.stats))
+
+    def close(self) -> None:
+        for future in self._futures.values():
+            future.cancel()
+        self._pool.shutdown(wait=True)

@@ -1,0 +1,73 @@
+"""The `provenance_triples` stage: PROV-O triples of the generation, then its commit.
+
+This is the last stage of a generation: once its triples are stored the generation is complete,
+so it becomes current here (generations.commit) and older generations' children go.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+from resources.model import GRAPH_SOURCE, Librarian, Quad, Term
+from ud_assets.decoding import ids
+from ud_assets.decoding.decoder import build_triples
+from ud_assets.decoding.model import Element
+from ud_assets.decoding.provenance import Triple
+from ud_assets.processing.generations import commit, generation_diff
+from ud_assets.processing.images import missing_children
+from ud_assets.processing.model import Attempt, Built, MissingInput, ProvenanceResult
+
+
+def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fresh_children: bool) -> ProvenanceResult:
+    """Store the triples of the document, its sections and images, and make the generation current.
+
+    fresh_children: every section and image was written by this very run, so none of them can
+    have triples yet and there is nothing to clear first."""
+    started = time.perf_counter()
+    lib, document_id = attempt.librarian, attempt.document_id
+    missing = missing_children(attempt, built)
+    if missing:
+        raise MissingInput(document_id, f"{len(missing)} children of generation {attempt.fingerprint[:12]} are "
+                                        "not stored; materialize sections and images first")
+    quads = [to_quad(t) for t in build_triples(attempt.info, built.sections, built.images, attempt.now)]
+    # Same ids on a re-run: clear this generation's subjects first, so nothing doubles.
+    if not fresh_children:
+        entity_subjects = {q.s for q in quads} - {ids.document_iri(document_id)}
+        lib.triples.delete_subjects(sorted(entity_subjects), GRAPH_SOURCE, lib.collection)
+    lib.triples.insert(quads, lib.collection)
+    sections = built.sections
+    summary = {
+        "pages": sum(1 for s in sections if s.type == "page"),
+        "sections": sum(1 for s in sections if s.type == "section"),
+        "tables": sum(s.table_count for s in sections if s.leaf),
+        "images": len(built.images),
+        "triples": len(quads),
+    }
+    diff = generation_diff(attempt, sections, elements)
+    removed = commit(attempt, quads, summary)
+    subjects = {q.s for q in quads}
+    return ProvenanceResult(len(quads), count_stored(lib, subjects), removed, {
+        "triples": len(quads),
+        "graph": GRAPH_SOURCE,
+        "subjects": len(subjects),
+        "store_s": round(time.perf_counter() - started, 3),
+        "old_generation_children_removed": len(removed),
+        **({"changes_from_previous_generation": diff} if diff else {}),
+    })
+
+
+def to_quad(triple: Triple) -> Quad:
+    obj = Term(triple.o, is_iri=True) if triple.o_type == "iri" else Term(triple.o, datatype=triple.datatype)
+    return Quad(triple.s, triple.p, obj, triple.g)
+
+
+def count_stored(librarian: Librarian, subjects: Iterable[str]) -> int:
+    """Triples stored for these subjects, read back (concurrently: one partition read each)."""
+
+    def stored(subject: str) -> int:
+        return len(librarian.triples.query(s=subject, g=GRAPH_SOURCE, collection=librarian.collection))
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        return sum(pool.map(stored, sorted(subjects)))

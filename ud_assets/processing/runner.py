@@ -1,0 +1,146 @@
+"""One document through the selected stages: where each stage's inputs come from, and nothing else.
+
+A stage's input is the result of the stage before it when that stage ran in this run, or else the
+generation's stored output (elements JSON, section children); when storage lacks it the run fails
+with MissingInput naming what to materialize first. Any subset of stages therefore composes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime
+
+from resources.model import Librarian, LibrarianError, StorageUnavailable
+from ud_assets.decoding.model import ConfigError, DecodeError, DecoderConfig
+from ud_assets.decoding.partitioning import unstructured_version
+from ud_assets.processing.chunks import chunks_stage
+from ud_assets.processing.document import document_stage, open_attempt
+from ud_assets.processing.elements import build, elements_stage, load_elements
+from ud_assets.processing.generations import is_current, refuse_known_failure, stale_children
+from ud_assets.processing.images import images_stage, missing_children
+from ud_assets.processing.model import (
+    CHUNKS,
+    DOCUMENT,
+    ELEMENTS,
+    GENERATION_STAGES,
+    IMAGES,
+    PROVENANCE,
+    SECTIONS,
+    STAGES,
+    Attempt,
+    ChunkingOptions,
+    ChunksResult,
+    DocumentFailed,
+    MissingInput,
+    Outcome,
+)
+from ud_assets.processing.parse_ahead import ParseAhead
+from ud_assets.processing.provenance import provenance_stage
+from ud_assets.processing.sections import require_stored_sections, sections_stage
+
+
+def process_document(
+    librarian: Librarian,
+    document_id: str,
+    config: DecoderConfig,
+    stages: Iterable[str] = STAGES,
+    version: str | None = None,
+    now: datetime | None = None,
+    progress: Callable[[str], None] = lambda message: None,
+    force: bool = False,
+    chunking: ChunkingOptions = ChunkingOptions(),
+    ahead: ParseAhead | None = None,
+) -> Outcome:
+    """Run the selected stages for one document.
+
+    Raises DocumentFailed when the document (or an unavailable server) is the cause, MissingInput
+    when a selected stage needs what was never stored; any other exception is a bug of this
+    project and propagates unchanged. A document whose current generation is the one these inputs
+    would produce, complete, is skipped unless force is set (the result would be identical).
+    """
+    selected = set(stages)
+    unknown = selected - set(STAGES)
+    if unknown:
+        raise ValueError(f"unknown stages {sorted(unknown)}; the stages are {', '.join(STAGES)}")
+    attempt: Attempt | None = None
+    try:
+        attempt = open_attempt(librarian, document_id, config, version or unstructured_version(), now)
+        return _run(attempt, selected, force, chunking, ahead, progress)
+    except DocumentFailed as failure:
+        failure.fingerprint = failure.fingerprint or (attempt.fingerprint if attempt else "")
+        raise
+    except Exception as exc:
+        failure = document_failure(document_id, exc)
+        if failure is None:
+            raise  # not the document's fault: the run fails with this traceback
+        failure.fingerprint = attempt.fingerprint if attempt else ""
+        raise failure from exc
+
+
+def document_failure(document_id: str, exc: Exception) -> DocumentFailed | None:
+    """The failure as the document's (or a server's), or None when it is neither: a bug of ours.
+
+    Decode errors (corrupt, encrypted, mislabeled, empty, over a limit), invalid options and
+    librarian refusals name the document's cause; unreachable servers are transient."""
+    if isinstance(exc, MissingInput):
+        return None
+    if isinstance(exc, DecodeError | ConfigError):
+        return DocumentFailed(document_id, str(exc))
+    if isinstance(exc, StorageUnavailable):
+        return DocumentFailed(document_id, str(exc), transient=True)
+    if isinstance(exc, LibrarianError):
+        return DocumentFailed(document_id, str(exc))
+    if isinstance(exc, ConnectionError | TimeoutError | OSError):
+        return DocumentFailed(document_id, f"storage unavailable: {type(exc).__name__}: {exc}", transient=True)
+    if isinstance(exc, MemoryError):
+        return DocumentFailed(document_id, "ran out of memory while decoding")
+    return None
+
+
+def _run(attempt: Attempt, selected: set[str], force: bool, chunking: ChunkingOptions, ahead: ParseAhead | None,
+         progress: Callable[[str], None]) -> Outcome:
+    outcome = Outcome(attempt.document_id, attempt.fingerprint)
+    if DOCUMENT in selected:
+        outcome.document = document_stage(attempt)
+    if not selected - {DOCUMENT}:
+        return outcome
+    if not force:
+        refuse_known_failure(attempt)
+    # The stages of the generation that have work to do: none when it is current and complete.
+    todo = selected & set(GENERATION_STAGES)
+    if todo and not force and is_current(attempt.librarian, attempt.document_id, attempt.fingerprint, attempt.current):
+        outcome.skipped, todo = True, set()
+    if not todo and CHUNKS not in selected:
+        return outcome
+
+    elements = elements_stage(attempt, ahead, progress) if ELEMENTS in todo else load_elements(attempt)
+    if ELEMENTS in todo:
+        outcome.elements = elements
+    built = outcome.built = build(attempt, elements.elements)
+
+    if SECTIONS in todo:
+        outcome.sections = sections_stage(attempt, built)
+    elif not outcome.skipped and (IMAGES in todo or CHUNKS in selected):
+        require_stored_sections(attempt, built)
+    fresh_sections = outcome.sections is not None and outcome.sections.fresh
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunks") as pool:
+        # Chunks need only the stored sections: they are written while images and provenance
+        # are; a failure of either fails the document.
+        chunked: Future[ChunksResult] | None = (
+            pool.submit(chunks_stage, attempt, built.sections, fresh_sections, chunking) if CHUNKS in selected else None
+        )
+        if IMAGES in todo:
+            outcome.images = images_stage(attempt, built)
+        if PROVENANCE in todo:
+            fresh = fresh_sections and outcome.images is not None and outcome.images.fresh
+            outcome.provenance = provenance_stage(attempt, built, elements.elements, fresh)
+        if chunked is not None:
+            outcome.chunks = chunked.result()
+
+    if todo & {SECTIONS, IMAGES}:
+        outcome.missing_children = missing_children(attempt, built)
+    if todo & {SECTIONS, PROVENANCE}:
+        outcome.stale_children = stale_children(attempt)
+    return outcome
