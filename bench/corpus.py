@@ -31,12 +31,13 @@ IMAGE_EVERY = 10  # a picture on every 10th page of the large PDF
 SEED = 20240101
 
 PAGE_SIZE = (612.0, 792.0)  # US letter, points
-_WORDS = (
+_VOCABULARY = (
     "the report shows that revenue grew in every region while costs fell slightly as the team "
     "delivered new products to customers across markets and the board approved a plan to expand "
     "operations hire engineers improve quality reduce waste measure results review risks and "
     "invest in research data systems training safety logistics supply chain partners"
-).split()
+)
+_WORDS = _VOCABULARY.split()
 
 
 @dataclass(frozen=True)
