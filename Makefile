@@ -67,7 +67,7 @@ CORPUS ?=
 OUT ?= bench-out/bench.json
 BENCH_ARGS ?=
 bench: setup services-up
-	@eval "$$(scripts/services/env.sh)" && $(PY) -m ud_assets.bench $(if $(CORPUS),--corpus $(CORPUS)) --out $(OUT) $(BENCH_ARGS)
+	@eval "$$(scripts/services/env.sh)" && $(PY) -m bench $(if $(CORPUS),--corpus $(CORPUS)) --out $(OUT) $(BENCH_ARGS)
 
 clean:
 	rm -rf .ud .dagster_home .pytest_cache bench-out

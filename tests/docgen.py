@@ -157,7 +157,7 @@ def docx_with_headings_table_picture() -> bytes:
     document.add_picture(io.BytesIO(docx_picture()), width=Inches(1))
     document.add_heading("Conclusion", level=1)
     document.add_paragraph("The widget works.")
-    return _deterministic_zip(_save(document))
+    return ooxml_bytes(document)
 
 
 # -- PPTX ------------------------------------------------------------------------------------
@@ -201,7 +201,7 @@ def pptx_with_picture() -> bytes:
     )
     box = slide.shapes.add_textbox(Emu(72 * EMU_PER_POINT), Emu(400 * EMU_PER_POINT), Emu(400 * EMU_PER_POINT), Emu(40 * EMU_PER_POINT))
     box.text_frame.text = "Footnote below the picture."
-    return _deterministic_zip(_save(deck))
+    return ooxml_bytes(deck)
 
 
 # -- HTML, Markdown --------------------------------------------------------------------------
@@ -251,45 +251,18 @@ def epub_images_bytes() -> dict[str, bytes]:
 def epub_with_image() -> bytes:
     """A hand-written EPUB 3: two chapters; chapter 1 shows the JPEG then the PNG, the cover GIF
     is only in the manifest (listed before the others, so spine order must win)."""
-    images = epub_images_bytes()
-    container = (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
-        '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
-        "</rootfiles></container>\n"
-    )
-    opf = (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="uid">'
-        '<metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
-        '<dc:identifier id="uid">urn:uuid:00000000-0000-4000-8000-000000000000</dc:identifier>'
-        "<dc:title>Picture Book</dc:title><dc:language>en</dc:language>"
-        '<meta property="dcterms:modified">2024-01-01T00:00:00Z</meta></metadata>'
-        "<manifest>"
+    manifest = (
         '<item id="cover" href="images/cover.gif" media-type="image/gif" properties="cover-image"/>'
         '<item id="png" href="images/figure.png" media-type="image/png"/>'
         '<item id="jpg" href="images/photo.jpg" media-type="image/jpeg"/>'
         '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
         '<item id="ch1" href="text/ch1.xhtml" media-type="application/xhtml+xml"/>'
         '<item id="ch2" href="text/ch2.xhtml" media-type="application/xhtml+xml"/>'
-        "</manifest>"
-        '<spine><itemref idref="ch1"/><itemref idref="ch2"/></spine></package>\n'
     )
-
-    def xhtml(title: str, body: str) -> str:
-        return (
-            '<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml">'
-            f"<head><title>{title}</title></head><body>{body}</body></html>\n"
-        )
-
     files = {
-        "META-INF/container.xml": container,
-        "OEBPS/content.opf": opf,
-        "OEBPS/nav.xhtml": xhtml(
-            "Contents",
-            '<nav xmlns:epub="http://www.idpf.org/2007/ops" epub:type="toc"><ol>'
-            '<li><a href="text/ch1.xhtml">One</a></li><li><a href="text/ch2.xhtml">Two</a></li></ol></nav>',
-        ),
+        "OEBPS/content.opf": epub_opf("urn:uuid:00000000-0000-4000-8000-000000000000", "Picture Book", manifest,
+                                      ["ch1", "ch2"]),
+        "OEBPS/nav.xhtml": epub_nav([("text/ch1.xhtml", "One"), ("text/ch2.xhtml", "Two")]),
         "OEBPS/text/ch1.xhtml": xhtml(
             "One",
             '<h1>Chapter One</h1><p>A photo.</p><img src="../images/photo.jpg" alt="photo"/>'
@@ -297,14 +270,56 @@ def epub_with_image() -> bytes:
         ),
         "OEBPS/text/ch2.xhtml": xhtml("Two", '<h1>Chapter Two</h1><p>The photo again.</p><img src="../images/photo.jpg"/>'),
     }
+    return epub_zip(files, epub_images_bytes())
+
+
+def xhtml(title: str, body: str) -> str:
+    """An XHTML document (an EPUB chapter or navigation page)."""
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml">'
+        f"<head><title>{title}</title></head><body>{body}</body></html>\n"
+    )
+
+
+def epub_opf(uid: str, title: str, manifest: str, spine: list[str]) -> str:
+    """The EPUB 3 package document: fixed metadata, the manifest's items (XML) and the spine's ids, in order."""
+    itemrefs = "".join(f'<itemref idref="{item}"/>' for item in spine)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="uid">'
+        '<metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
+        f'<dc:identifier id="uid">{uid}</dc:identifier>'
+        f"<dc:title>{title}</dc:title><dc:language>en</dc:language>"
+        '<meta property="dcterms:modified">2024-01-01T00:00:00Z</meta></metadata>'
+        f"<manifest>{manifest}</manifest>"
+        f"<spine>{itemrefs}</spine></package>\n"
+    )
+
+
+def epub_nav(links: list[tuple[str, str]]) -> str:
+    """The navigation document: a table of contents of (href, label) links."""
+    items = "".join(f'<li><a href="{href}">{label}</a></li>' for href, label in links)
+    return xhtml("Contents", f'<nav xmlns:epub="http://www.idpf.org/2007/ops" epub:type="toc"><ol>{items}</ol></nav>')
+
+
+EPUB_CONTAINER = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
+    '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
+    "</rootfiles></container>\n"
+)
+
+
+def epub_zip(files: dict[str, str], images: dict[str, bytes]) -> bytes:
+    """An EPUB archive of text files (OEBPS/content.opf first) and images, with META-INF/container.xml."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as archive:
         # The mimetype entry comes first and uncompressed, as EPUB requires.
-        archive.writestr(_zinfo("mimetype", zipfile.ZIP_STORED), "application/epub+zip")
-        for name, text in files.items():
-            archive.writestr(_zinfo(name), text.encode("utf-8"))
+        archive.writestr(zip_info("mimetype", zipfile.ZIP_STORED), "application/epub+zip")
+        for name, text in {"META-INF/container.xml": EPUB_CONTAINER, **files}.items():
+            archive.writestr(zip_info(name), text.encode("utf-8"))
         for name, data in images.items():
-            archive.writestr(_zinfo(name), data)
+            archive.writestr(zip_info(name), data)
     return out.getvalue()
 
 
@@ -322,16 +337,11 @@ def eml_picture() -> bytes:
 
 def eml_with_image_attachment() -> bytes:
     """A text body, a PNG attachment and a small text/plain attachment."""
-    message = EmailMessage()
-    message["From"] = "Ada <ada@example.com>"
-    message["To"] = "team@example.com"
-    message["Subject"] = "Chart"
-    message["Date"] = "Mon, 01 Jan 2024 10:00:00 +0000"
-    message["Message-ID"] = "<chart-1@example.com>"
+    message = email_message("Chart", "<chart-1@example.com>")
     message.set_content(EML_BODY)
     message.add_attachment(eml_picture(), maintype="image", subtype="png", filename=EML_IMAGE_NAME)
     message.add_attachment(EML_TEXT, subtype="plain", filename=EML_TEXT_NAME)
-    return _fixed_boundaries(message).as_bytes()
+    return fixed_boundaries(message).as_bytes()
 
 
 EML_INLINE_CID = "logo@example.com"
@@ -339,16 +349,12 @@ EML_INLINE_CID = "logo@example.com"
 
 def eml_with_inline_image() -> bytes:
     """An HTML body (with a plain alternative) showing an inline image by Content-ID."""
-    message = EmailMessage()
-    message["From"] = "Ada <ada@example.com>"
-    message["To"] = "team@example.com"
-    message["Subject"] = "Logo"
-    message["Date"] = "Mon, 01 Jan 2024 10:00:00 +0000"
+    message = email_message("Logo")
     message.set_content("Our logo is below.\n")
     message.add_alternative(f'<html><body><p>Our logo is below.</p><img src="cid:{EML_INLINE_CID}"></body></html>\n', subtype="html")
     html_part = message.get_payload()[1]
     html_part.add_related(eml_picture(), maintype="image", subtype="png", cid=f"<{EML_INLINE_CID}>")
-    return _fixed_boundaries(message).as_bytes()
+    return fixed_boundaries(message).as_bytes()
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -356,29 +362,43 @@ def eml_with_inline_image() -> bytes:
 _ZIP_DATE = (2024, 1, 1, 0, 0, 0)
 
 
-def _zinfo(name: str, compress_type: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
+def zip_info(name: str, compress_type: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
+    """A zip member with a fixed date and mode."""
     info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
     info.compress_type = compress_type
     info.external_attr = 0o644 << 16
     return info
 
 
-def _save(document) -> bytes:
+def ooxml_bytes(document) -> bytes:
+    """A python-docx document or python-pptx presentation, saved with fixed member timestamps."""
     out = io.BytesIO()
     document.save(out)
-    return out.getvalue()
+    return deterministic_zip(out.getvalue())
 
 
-def _deterministic_zip(data: bytes) -> bytes:
+def deterministic_zip(data: bytes) -> bytes:
     """The same OOXML package with fixed member timestamps (python-docx/pptx stamp the clock)."""
     out = io.BytesIO()
     with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
         for info in source.infolist():
-            target.writestr(_zinfo(info.filename), source.read(info.filename))
+            target.writestr(zip_info(info.filename), source.read(info.filename))
     return out.getvalue()
 
 
-def _fixed_boundaries(message: EmailMessage) -> EmailMessage:
+def email_message(subject: str, message_id: str | None = None) -> EmailMessage:
+    """A message from Ada to the team with a fixed date (and Message-ID when given), no body yet."""
+    message = EmailMessage()
+    message["From"] = "Ada <ada@example.com>"
+    message["To"] = "team@example.com"
+    message["Subject"] = subject
+    message["Date"] = "Mon, 01 Jan 2024 10:00:00 +0000"
+    if message_id:
+        message["Message-ID"] = message_id
+    return message
+
+
+def fixed_boundaries(message: EmailMessage) -> EmailMessage:
     """Replace the random MIME boundaries with numbered ones."""
     for number, part in enumerate(message.walk()):
         if part.is_multipart():
@@ -427,7 +447,7 @@ def pptx_with_grouped_picture() -> bytes:
     group = slide.shapes.add_group_shape()
     group.shapes.add_picture(io.BytesIO(pptx_picture()), Pt(100), Pt(100), Pt(80), Pt(60))
     group.left, group.top = group.left + Pt(100), group.top + Pt(50)
-    return _deterministic_zip(_save(deck))
+    return ooxml_bytes(deck)
 
 
 PPTX_GROUPED_BOX_PT = (200.0, 150.0, 280.0, 210.0)
@@ -500,7 +520,8 @@ def html_cp1252() -> bytes:
     return html.encode("cp1252")
 
 
-def _pandoc(markdown_text: str, to: str) -> bytes:
+def pandoc(markdown_text: str, to: str) -> bytes:
+    """markdown_text converted by pandoc (a Debian package of `make setup`) to the format `to` (rtf, odt...)."""
     import os
     import subprocess
     import tempfile
@@ -514,11 +535,11 @@ def _pandoc(markdown_text: str, to: str) -> bytes:
 
 
 def rtf() -> bytes:
-    return _pandoc(MARKDOWN_DOC, "rtf")
+    return pandoc(MARKDOWN_DOC, "rtf")
 
 
 def odt() -> bytes:
-    return _pandoc(MARKDOWN_DOC, "odt")
+    return pandoc(MARKDOWN_DOC, "odt")
 
 
 def xlsx(sheets: int = 2) -> bytes:

@@ -1,8 +1,8 @@
 """`make bench`: the asset graph against the bare library, on real MinIO + Cassandra.
 
-    python -m ud_assets.bench [--corpus DIR] [--out FILE] [--repeat N]
+    python -m bench [--corpus DIR] [--out FILE] [--repeat N]   (from the repository root)
 
-Every figure comes from a fresh subprocess (ud_assets.benchmarking.workers), timed from its launch
+Every figure comes from a fresh subprocess (bench.workers), timed from its launch
 on the system-wide monotonic clock, its peak RSS read with os.wait4:
 
 - raw_warm_s: unstructured's partition(filename=F, strategy="fast") over every file in one warm
@@ -33,14 +33,14 @@ import shutil
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
-from ud_assets.benchmarking import corpus as corpus_mod
-from ud_assets.benchmarking import report
-from ud_assets.benchmarking.processes import CHILD_ENV, Runner, cold_partition_command
-from ud_assets.benchmarking.services import Footprint
+from bench import corpus as corpus_mod
+from bench import report
+from bench.processes import CHILD_ENV, Runner, cold_partition_command
+from bench.services import Footprint
 
 BUSY_CORES = 0.25  # other processes using more CPUs than this during a bare-library measurement: noisy
 
@@ -115,7 +115,7 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
         folder = workdir / "corpus"
         log(f"generating the corpus ({args.large_pdf_pages}-page large PDF) in {folder}")
         generated = corpus_mod.generate(folder, args.large_pdf_pages)
-        source = "generated (ud_assets.benchmarking.corpus)"
+        source = "generated (bench.corpus)"
     paths = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
     if not paths:
         raise SystemExit(f"no files in {folder}")
@@ -287,7 +287,7 @@ def environment() -> dict:
             return None
 
     return {
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "cpu_count": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
@@ -308,7 +308,8 @@ def check_services() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", help="a folder of documents (default: generate one of every supported format)")
     parser.add_argument("--out", default="bench-out/bench.json", help="where to write the JSON figures")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of the timed measurements; medians are reported")

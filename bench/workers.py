@@ -1,8 +1,8 @@
-"""The benchmark's measured processes: `python -m ud_assets.benchmarking.workers KIND --args JSON --result FILE`.
+"""The benchmark's measured processes: `python -m bench.workers KIND --args JSON --result FILE`.
 
-Each kind runs in a fresh interpreter started by ud_assets.bench, which times it from launch
-(time.monotonic() is system-wide, so the parent's launch time and the child's timestamps share a
-clock) and reads its peak RSS from os.wait4. Each writes one JSON object to FILE.
+Each kind runs in a fresh interpreter started by bench.run (bench.processes.Runner), which times it
+from launch (time.monotonic() is system-wide, so the parent's launch time and the child's timestamps
+share a clock) and reads its peak RSS from os.wait4. Each writes one JSON object to FILE.
 
     raw      unstructured's partition(filename=F, strategy="fast") over every file in one process,
              after one warm-up call (and importing the per-format partitioners, as the graph's
@@ -175,7 +175,7 @@ def run_graph(args: dict) -> dict:
 
             out["warmup"] = _execute(args["warmup_workspace"], args["bucket"], [args["warmup_key"]], dagster_instance)
             # Every format's parser imported, as the raw loop's warm-up does (a batch run's first
-            # step does the same: pipeline.ParseAhead).
+            # step does the same: processing.parse_ahead.ParseAhead).
             out["warmup"]["warm_up_s"] = warm_up()
             out["peak_rss_after_warmup_mb"] = peak_rss_mb()
         if profiler:
@@ -196,11 +196,10 @@ def run_upload(args: dict) -> dict:
 
     from ud_assets.decoding.detect import detect_mime
     from ud_assets.decoding.ids import document_iri
-    from ud_assets.defs.partitions import documents_partitions
     from ud_assets.defs.sensors import librarian_uploads
 
     marks = {"imported": time.monotonic()}
-    defs, job, resource_ = _job_and_resource(args["workspace"], args["bucket"])
+    _defs, job, resource_ = _job_and_resource(args["workspace"], args["bucket"])
     lib = resource_.get()
     marks["librarian_opened"] = time.monotonic()
     with open(args["file"], "rb") as handle:

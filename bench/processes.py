@@ -1,8 +1,9 @@
 """The benchmark's measured subprocesses: launch, wait, time, peak memory.
 
-Every figure of ud_assets.bench comes from a fresh subprocess, timed from its launch on the
+Every figure of bench.run comes from a fresh subprocess, timed from its launch on the
 system-wide monotonic clock (comparable with the timestamps the child takes itself), its peak RSS
-read with os.wait4, and, when asked, its process tree's memory polled from /proc.
+read with os.wait4, and, when asked, its process tree's memory polled from /proc. The workers run
+as `python -m bench.workers` with the repository root on their PYTHONPATH (bench is not installed).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ CHILD_ENV = {
     "HF_HUB_DISABLE_TELEMETRY": "1",
 }
 CHILD_TIMEOUT_S = 3600
+REPO_ROOT = Path(__file__).resolve().parents[1]  # holds bench/, ud_assets/, resources/, dagster.yaml
 
 # -- memory of a process tree --------------------------------------------------------------
 
@@ -155,9 +157,9 @@ class Runner:
         """
         self.count += 1
         result_path = self.workdir / f"result-{self.count:02d}-{kind}.json"
-        command = [sys.executable, "-m", "ud_assets.benchmarking.workers", kind, "--args", json.dumps(args),
+        command = [sys.executable, "-m", "bench.workers", kind, "--args", json.dumps(args),
                    "--result", str(result_path)]
-        env = dict(self.env)
+        env = worker_env(self.env)
         if dagster:
             env["DAGSTER_HOME"] = str(init_dagster_home(self.workdir / f"dagster-{self.count:02d}"))
         process = Child(kind, command, env, str(self.workdir), self.log_path, poll_memory).run()
@@ -171,7 +173,13 @@ class Runner:
             raise RuntimeError(f"{name} failed (exit {process['exit_code']}); see {self.log_path}")
         return {"process": process}
 
-PROJECT_INSTANCE_CONFIG = Path(__file__).resolve().parents[2] / "dagster.yaml"  # the repository's instance config
+def worker_env(env: dict) -> dict:
+    """env with the repository root first on PYTHONPATH: a worker runs in the work folder, and
+    `python -m bench.workers` must find the bench package (not installed) there."""
+    paths = [str(REPO_ROOT), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(REPO_ROOT))]
+    return {**env, "PYTHONPATH": os.pathsep.join(paths)}
+
+PROJECT_INSTANCE_CONFIG = REPO_ROOT / "dagster.yaml"  # the repository's instance config
 
 def init_dagster_home(home: Path) -> Path:
     """A Dagster instance folder with the project's dagster.yaml (SQLite storage), storage created."""
@@ -190,7 +198,7 @@ def init_dagster_home(home: Path) -> Path:
     return home
 
 def cold_partition_command(path: str) -> list[str]:
-    from ud_assets.benchmarking.workers import raw_kwargs
+    from bench.workers import raw_kwargs
 
     extra = "".join(f", {k}={v!r}" for k, v in raw_kwargs(path).items())
     return [sys.executable, "-c",

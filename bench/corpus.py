@@ -1,9 +1,10 @@
 """The benchmark's default corpus: one or more documents of every supported format, generated.
 
-The ideas are those of the test generators (tests/docgen.py), re-written here because the package
-never imports `tests`. Everything is deterministic (fixed seed, fixed dates, reportlab's invariant
-mode), so two bench runs decode the same bytes. reportlab and xlwt are dev dependencies (`make
-setup` installs them); pandoc (a Debian package of `make setup`) writes RTF and ODT.
+The documents are the bench's own (larger, seeded text); the building blocks they share with the
+test generators (deterministic zips, EPUB packaging, data: URIs, pandoc, e-mail headers) come from
+tests/docgen.py. Everything is deterministic (fixed seed, fixed dates, reportlab's invariant mode),
+so two bench runs decode the same bytes. reportlab and xlwt are dev dependencies (`make setup`
+installs them); pandoc (a Debian package of `make setup`) writes RTF and ODT.
 
 The large PDF (default 300 pages of text paragraphs, a picture every 10th page) is both most of
 the corpus's pages and "the large PDF" whose peak memory the benchmark measures on its own.
@@ -11,17 +12,25 @@ the corpus's pages and "the large PDF" whose peak memory the benchmark measures 
 
 from __future__ import annotations
 
-import base64
 import io
 import os
 import random
-import subprocess
-import tempfile
 import textwrap
-import zipfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from email.message import EmailMessage
 from pathlib import Path
+
+from tests.docgen import (
+    data_uri,
+    email_message,
+    epub_nav,
+    epub_opf,
+    epub_zip,
+    fixed_boundaries,
+    ooxml_bytes,
+    pandoc,
+    xhtml,
+)
 
 LARGE_PDF = "large.pdf"
 UPLOAD_FILE = "report.pdf"  # the "new upload" of the sensor-path measurement
@@ -31,12 +40,13 @@ IMAGE_EVERY = 10  # a picture on every 10th page of the large PDF
 SEED = 20240101
 
 PAGE_SIZE = (612.0, 792.0)  # US letter, points
-_WORDS = (
+_VOCABULARY = (
     "the report shows that revenue grew in every region while costs fell slightly as the team "
     "delivered new products to customers across markets and the board approved a plan to expand "
     "operations hire engineers improve quality reduce waste measure results review risks and "
     "invest in research data systems training safety logistics supply chain partners"
-).split()
+)
+_WORDS = _VOCABULARY.split()
 
 
 @dataclass(frozen=True)
@@ -191,29 +201,6 @@ def pdf_document(pages: int, title: str, image_every: int = IMAGE_EVERY, seed: i
 
 # -- Office ----------------------------------------------------------------------------------
 
-_ZIP_DATE = (2024, 1, 1, 0, 0, 0)
-
-
-def _zinfo(name: str, compress_type: int = zipfile.ZIP_DEFLATED) -> zipfile.ZipInfo:
-    info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
-    info.compress_type = compress_type
-    info.external_attr = 0o644 << 16
-    return info
-
-
-def _deterministic_zip(data: bytes) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(data)) as source, zipfile.ZipFile(out, "w") as target:
-        for info in source.infolist():
-            target.writestr(_zinfo(info.filename), source.read(info.filename))
-    return out.getvalue()
-
-
-def _saved(document) -> bytes:
-    out = io.BytesIO()
-    document.save(out)
-    return _deterministic_zip(out.getvalue())
-
 
 def docx(chapters: int = 12) -> bytes:
     """Headings (two levels), paragraphs, a table per chapter and a picture every 4th chapter."""
@@ -236,7 +223,7 @@ def docx(chapters: int = 12) -> bytes:
                 table.cell(r, c).text = ("Item", "Count", "Weight")[c] if r == 0 else f"{chapter}-{r}-{c}"
         if chapter % 4 == 0:
             document.add_picture(io.BytesIO(picture(96, 72, chapter)), width=Inches(1.5))
-    return _saved(document)
+    return ooxml_bytes(document)
 
 
 def pptx(slides: int = 10) -> bytes:
@@ -258,7 +245,7 @@ def pptx(slides: int = 10) -> bytes:
             body.add_paragraph().text = line
         if number % 3 == 0:
             slide.shapes.add_picture(io.BytesIO(picture(80, 60, number, "JPEG")), Inches(6), Inches(5), Inches(2), Inches(1.5))
-    return _saved(deck)
+    return ooxml_bytes(deck)
 
 
 def xlsx(sheets: int = 3, rows: int = 60) -> bytes:
@@ -298,10 +285,6 @@ def xls(sheets: int = 2, rows: int = 40) -> bytes:
 # -- markup and text -------------------------------------------------------------------------
 
 
-def data_uri(data: bytes, mime: str = "image/png") -> str:
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-
-
 def html(sections: int = 8) -> bytes:
     parts = ['<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Handbook</title></head><body>\n']
     for number in range(1, sections + 1):
@@ -334,15 +317,19 @@ def text(paragraph_count: int = 40) -> bytes:
 
 
 def csv(rows: int = 300) -> bytes:
-    rng = random.Random(SEED + 500)
-    lines = ["name,city,amount"] + [f"{rng.choice(_WORDS)},{rng.choice(_WORDS).title()},{rng.randint(1, 999)}" for _ in range(rows)]
-    return ("\n".join(lines) + "\n").encode("utf-8")
+    return _lines(SEED + 500, "name,city,amount", rows,
+                  lambda rng: f"{rng.choice(_WORDS)},{rng.choice(_WORDS).title()},{rng.randint(1, 999)}")
 
 
 def tsv(rows: int = 200) -> bytes:
-    rng = random.Random(SEED + 600)
-    lines = ["name\tteam\tscore"] + [f"{rng.choice(_WORDS)}\t{rng.choice(_WORDS)}\t{rng.randint(1, 99)}" for _ in range(rows)]
-    return ("\n".join(lines) + "\n").encode("utf-8")
+    return _lines(SEED + 600, "name\tteam\tscore", rows,
+                  lambda rng: f"{rng.choice(_WORDS)}\t{rng.choice(_WORDS)}\t{rng.randint(1, 99)}")
+
+
+def _lines(seed: int, header: str, rows: int, row: Callable[[random.Random], str]) -> bytes:
+    """A header and rows drawn from one seeded generator, one a line."""
+    rng = random.Random(seed)
+    return ("\n".join([header] + [row(rng) for _ in range(rows)]) + "\n").encode("utf-8")
 
 
 def rst(sections: int = 8) -> bytes:
@@ -354,24 +341,12 @@ def rst(sections: int = 8) -> bytes:
     return "".join(parts).encode("utf-8")
 
 
-def pandoc(markdown_text: str, to: str) -> bytes:
-    with tempfile.TemporaryDirectory() as folder:
-        out = os.path.join(folder, f"out.{to}")
-        subprocess.run(["pandoc", "-f", "markdown", "-t", to, "-s", "-o", out], input=markdown_text.encode(), check=True)
-        return Path(out).read_bytes()
-
-
 # -- EPUB, e-mail ----------------------------------------------------------------------------
 
 
 def epub(chapters: int = 6) -> bytes:
     """A hand-written EPUB 3 with chapters of paragraphs and two pictures."""
     images = {"OEBPS/images/figure.png": picture(60, 40, 1), "OEBPS/images/photo.jpg": picture(80, 60, 2, "JPEG")}
-
-    def xhtml(title: str, body: str) -> str:
-        return ('<?xml version="1.0" encoding="UTF-8"?>\n<html xmlns="http://www.w3.org/1999/xhtml">'
-                f"<head><title>{title}</title></head><body>{body}</body></html>\n")
-
     chapter_files = {}
     for number in range(1, chapters + 1):
         body = f"<h1>Chapter {number}</h1>" + "".join(f"<p>{p}</p>" for p in paragraphs(SEED + 800 + number, 4))
@@ -380,49 +355,20 @@ def epub(chapters: int = 6) -> bytes:
         if number == 2:
             body += '<img src="../images/figure.png" alt="figure"/>'
         chapter_files[f"OEBPS/text/ch{number}.xhtml"] = xhtml(f"Chapter {number}", body)
-    manifest = "".join(f'<item id="ch{n}" href="text/ch{n}.xhtml" media-type="application/xhtml+xml"/>'
-                       for n in range(1, chapters + 1))
-    spine = "".join(f'<itemref idref="ch{n}"/>' for n in range(1, chapters + 1))
-    opf = ('<?xml version="1.0" encoding="UTF-8"?>\n'
-           '<package xmlns="http://www.idpf.org/2007/opf" version="3.0" unique-identifier="uid">'
-           '<metadata xmlns:dc="http://purl.org/dc/elements/1.1/">'
-           '<dc:identifier id="uid">urn:uuid:00000000-0000-4000-8000-000000000001</dc:identifier>'
-           '<dc:title>Bench Book</dc:title><dc:language>en</dc:language>'
-           '<meta property="dcterms:modified">2024-01-01T00:00:00Z</meta></metadata><manifest>'
-           '<item id="png" href="images/figure.png" media-type="image/png"/>'
-           '<item id="jpg" href="images/photo.jpg" media-type="image/jpeg"/>'
-           '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
-           f"{manifest}</manifest><spine>{spine}</spine></package>\n")
-    nav = xhtml("Contents", '<nav xmlns:epub="http://www.idpf.org/2007/ops" epub:type="toc"><ol>'
-                + "".join(f'<li><a href="text/ch{n}.xhtml">Chapter {n}</a></li>' for n in range(1, chapters + 1))
-                + "</ol></nav>")
-    container = ('<?xml version="1.0" encoding="UTF-8"?>\n'
-                 '<container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container">'
-                 '<rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/>'
-                 "</rootfiles></container>\n")
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        archive.writestr(_zinfo("mimetype", zipfile.ZIP_STORED), "application/epub+zip")
-        files = {"META-INF/container.xml": container, "OEBPS/content.opf": opf, "OEBPS/nav.xhtml": nav, **chapter_files}
-        for name, content in files.items():
-            archive.writestr(_zinfo(name), content.encode("utf-8"))
-        for name, data in images.items():
-            archive.writestr(_zinfo(name), data)
-    return out.getvalue()
+    numbers = range(1, chapters + 1)
+    manifest = ('<item id="png" href="images/figure.png" media-type="image/png"/>'
+                '<item id="jpg" href="images/photo.jpg" media-type="image/jpeg"/>'
+                '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
+                + "".join(f'<item id="ch{n}" href="text/ch{n}.xhtml" media-type="application/xhtml+xml"/>' for n in numbers))
+    opf = epub_opf("urn:uuid:00000000-0000-4000-8000-000000000001", "Bench Book", manifest, [f"ch{n}" for n in numbers])
+    nav = epub_nav([(f"text/ch{n}.xhtml", f"Chapter {n}") for n in numbers])
+    return epub_zip({"OEBPS/content.opf": opf, "OEBPS/nav.xhtml": nav, **chapter_files}, images)
 
 
 def eml() -> bytes:
     """A text body of a few paragraphs, a PNG attachment and a text attachment."""
-    message = EmailMessage()
-    message["From"] = "Ada <ada@example.com>"
-    message["To"] = "team@example.com"
-    message["Subject"] = "Quarterly figures"
-    message["Date"] = "Mon, 01 Jan 2024 10:00:00 +0000"
-    message["Message-ID"] = "<bench-1@example.com>"
+    message = email_message("Quarterly figures", "<bench-1@example.com>")
     message.set_content("Hello team,\n\n" + "\n\n".join(paragraphs(SEED + 900, 4)) + "\n\nRegards,\nAda\n")
     message.add_attachment(picture(48, 32, 9), maintype="image", subtype="png", filename="chart.png")
     message.add_attachment("\n\n".join(paragraphs(SEED + 901, 2)) + "\n", subtype="plain", filename="notes.txt")
-    for number, part in enumerate(message.walk()):
-        if part.is_multipart():
-            part.set_boundary(f"==boundary-{number}==")
-    return message.as_bytes()
+    return fixed_boundaries(message).as_bytes()

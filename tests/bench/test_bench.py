@@ -2,10 +2,10 @@
 
 import pytest
 
-from ud_assets.bench import compute, document_keys, pick_large_pdf, pick_upload_file
-from ud_assets.benchmarking import corpus, report
-from ud_assets.benchmarking.processes import cold_partition_command
-from ud_assets.benchmarking.workers import generated_quads, range_tags, raw_kwargs
+from bench import corpus, report
+from bench.processes import cold_partition_command
+from bench.run import compute, document_keys, pick_large_pdf, pick_upload_file
+from bench.workers import generated_quads, range_tags, raw_kwargs
 
 SUPPORTED = {"PDF", "DOCX", "PPTX", "XLSX", "XLS", "HTML", "Markdown", "TXT", "CSV", "TSV", "RST", "RTF", "ODT",
              "EPUB", "EML"}

@@ -40,7 +40,7 @@ class Footprint:
             for delay in (*delays, None):
                 try:
                     return step()
-                except Exception:  # noqa: BLE001
+                except Exception:
                     if delay is None:
                         raise
                     time.sleep(delay)

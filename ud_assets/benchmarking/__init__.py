@@ -1,1 +1,0 @@
-"""Helpers of `python -m ud_assets.bench`: the generated corpus, the measuring subprocesses, the report."""
