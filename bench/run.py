@@ -54,7 +54,7 @@ def log(message: str) -> None:
 
 def document_keys(paths: list[Path]) -> dict[str, Path]:
     """Partition keys (= librarian ids) for files: the file name, or doc-NNNN.ext when Dagster refuses it."""
-    from ud_assets.defs.partitions import partition_key_problem
+    from ud_assets.defs.keys import partition_key_problem
 
     keys: dict[str, Path] = {}
     for index, path in enumerate(paths):
