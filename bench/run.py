@@ -99,7 +99,7 @@ def _pdf_pages(path: Path) -> int:
             return len(pdf)
         finally:
             pdf.close()
-    except Exception:  # noqa: BLE001
+    except Exception:
         return 0
 
 
@@ -283,7 +283,7 @@ def environment() -> dict:
     def v(name):
         try:
             return version(name)
-        except Exception:  # noqa: BLE001
+        except Exception:
             return None
 
     return {

@@ -49,7 +49,7 @@ class Footprint:
         connection = None
         try:
             connection = attempt(lambda: acquire(CassandraConfig.from_env()))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             failed.append(f"cassandra (workspaces {', '.join(self.workspaces)}): {exc}")
         steps = []
         for ws in self.workspaces if connection else ():
@@ -77,7 +77,7 @@ class Footprint:
         for name, step in steps:
             try:
                 attempt(step)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 failed.append(f"{name}: {exc}")
         if connection:
             connection.release()

@@ -72,7 +72,7 @@ def run_raw(args: dict) -> dict:
         try:
             elements = partition(filename=path, strategy="fast", **raw_kwargs(path))
             count = len(elements)
-        except Exception as exc:  # noqa: BLE001 - a file the bare library cannot read is reported, not fatal
+        except Exception as exc:  # a file the bare library cannot read is reported, not fatal
             errors[os.path.basename(path)] = f"{type(exc).__name__}: {str(exc)[:200]}"
             count = None
         files.append({"file": os.path.basename(path), "elements": count, "s": round(time.monotonic() - started, 4)})

@@ -18,7 +18,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO
 
@@ -26,9 +26,11 @@ from resources.librarian import RECORD_TYPES, LibrarianService, now_utc, record_
 from resources.model import (
     DEFAULT_COLLECTION,
     GRAPH_SOURCE,
+    BinaryReader,
     DocumentMetadata,
     LibrarianError,
     Quad,
+    Record,
     StorageUnavailable,
     Term,
     Upload,
@@ -96,7 +98,7 @@ class FileObjectStore:
     def _path(self, object_id: uuid.UUID) -> Path:
         return self.root / str(uuid.UUID(str(object_id)))  # a uuid, never a caller's name
 
-    def put(self, object_id: uuid.UUID, data: bytes | BinaryIO, content_type: str) -> None:
+    def put(self, object_id: uuid.UUID, data: bytes | BinaryReader, content_type: str) -> None:
         final = self._path(object_id)
         tmp = self.root / f".tmp-{final.name}-{os.getpid()}-{threading.get_ident()}"
         try:
@@ -209,12 +211,12 @@ class SqliteDatabase:
 
 def _ms(t: datetime) -> int:
     if t.tzinfo is None:
-        t = t.replace(tzinfo=timezone.utc)
-    return int(round(t.timestamp() * 1000))
+        t = t.replace(tzinfo=UTC)
+    return round(t.timestamp() * 1000)
 
 
 def _from_ms(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
 _DOC_COLUMNS = "workspace, id, time_ms, kind, title, comments, metadata, tags, object_id, parent_id, document_type, size, sha256"
@@ -264,7 +266,7 @@ class SqliteDocumentStore:
         with self.db.write() as c:
             c.executemany(f"INSERT OR REPLACE INTO document ({_DOC_COLUMNS}) VALUES ({', '.join('?' * 13)})", rows)
 
-    def list(self, workspace: str, include_children: bool) -> list[DocumentMetadata]:
+    def rows(self, workspace: str, include_children: bool) -> list[DocumentMetadata]:
         sql = f"SELECT {_DOC_COLUMNS} FROM document WHERE workspace = ?"
         if not include_children:
             sql += " AND parent_id = '' AND document_type = 'source'"
@@ -297,7 +299,7 @@ class SqliteDocumentStore:
         )
         return [Upload(id=r[1], event=r[2], sha256=r[3], time=_from_ms(r[4]), cursor=str(r[0])) for r in rows]
 
-    def put_record(self, kind: str, workspace: str, record: object) -> None:
+    def put_record(self, kind: str, workspace: str, record: Record) -> None:
         cols = record_columns(kind)
         values = [_to_sql(getattr(record, name), t) for name, t in cols]
         names = ", ".join(name for name, _ in cols)
@@ -307,18 +309,18 @@ class SqliteDocumentStore:
                 (workspace, *values),
             )
 
-    def _records(self, kind: str, where: str, params: Sequence) -> list:
+    def _records(self, kind: str, where: str, params: Sequence) -> list[Record]:
         cols = record_columns(kind)
         names = ", ".join(name for name, _ in cols)
         rows = self.db.read(f"SELECT {names} FROM record_{kind} WHERE {where}", params)
         cls = RECORD_TYPES[kind]
         return [cls(**{name: _from_sql(v, t) for (name, t), v in zip(cols, r)}) for r in rows]
 
-    def get_record(self, kind: str, workspace: str, document_id: str) -> object | None:
+    def get_record(self, kind: str, workspace: str, document_id: str) -> Record | None:
         found = self._records(kind, "workspace = ? AND document_id = ?", (workspace, document_id))
         return found[0] if found else None
 
-    def list_records(self, kind: str, workspace: str) -> list:
+    def list_records(self, kind: str, workspace: str) -> list[Record]:
         return self._records(kind, "workspace = ?", (workspace,))
 
     def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None:

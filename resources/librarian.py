@@ -19,8 +19,8 @@ import typing
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime, timezone
-from typing import BinaryIO
+from datetime import UTC, datetime
+from typing import BinaryIO, TypeVar
 
 from resources.model import (
     DEFAULT_COLLECTION,
@@ -69,7 +69,7 @@ def record_columns(kind: str) -> list[tuple[str, type]]:
 
 def now_utc() -> datetime:
     """Now, to the millisecond (what a Cassandra timestamp keeps), timezone-aware UTC."""
-    t = datetime.now(timezone.utc)
+    t = datetime.now(UTC)
     return t.replace(microsecond=t.microsecond // 1000 * 1000)
 
 
@@ -316,7 +316,7 @@ class LibrarianService:
         return self.objects.read_range(meta.object_id, start, min(length, meta.size - start))
 
     def list_documents(self, include_children: bool = False) -> list[DocumentMetadata]:
-        docs = self.documents.list(self.workspace, include_children)
+        docs = self.documents.rows(self.workspace, include_children)
         return sorted(docs, key=lambda d: (d.time, d.id))
 
     def list_children(self, parent_id: str) -> list[DocumentMetadata]:
@@ -350,7 +350,7 @@ class LibrarianService:
                     subjects.add(q.o.value)
         for graph in (GRAPH_SOURCE, DEFAULT_GRAPH):
             self.triples.delete_subjects(sorted(subjects), graph, self.collection)
-        generations = [g for g in (self.documents.get_record("generation", self.workspace, i) for i in ids) if g]
+        generations = [g for g in (self.get_generation(i) for i in ids) if g is not None]
         for kind in RECORD_TYPES:
             self.documents.delete_records(kind, self.workspace, ids)
         self.documents.delete(self.workspace, list(reversed(ids)))  # leaves first: a retry finds the rest
@@ -378,10 +378,11 @@ class LibrarianService:
 
     def get_generation(self, document_id: str) -> Generation | None:
         check_id(document_id)
-        return self.documents.get_record("generation", self.workspace, document_id)
+        return _optional(self.documents.get_record("generation", self.workspace, document_id), Generation)
 
     def list_generations(self) -> list[Generation]:
-        return sorted(self.documents.list_records("generation", self.workspace), key=lambda g: g.document_id)
+        records = [_typed(r, Generation) for r in self.documents.list_records("generation", self.workspace)]
+        return sorted(records, key=lambda g: g.document_id)
 
     def record_failure(self, failure: Failure) -> None:
         """Record (or replace) why a document could not be decoded."""
@@ -394,10 +395,11 @@ class LibrarianService:
 
     def get_failure(self, document_id: str) -> Failure | None:
         check_id(document_id)
-        return self.documents.get_record("failure", self.workspace, document_id)
+        return _optional(self.documents.get_record("failure", self.workspace, document_id), Failure)
 
     def list_failures(self) -> list[Failure]:
-        return sorted(self.documents.list_records("failure", self.workspace), key=lambda f: f.document_id)
+        records = [_typed(r, Failure) for r in self.documents.list_records("failure", self.workspace)]
+        return sorted(records, key=lambda f: f.document_id)
 
     def close(self) -> None:
         if self._closed:
@@ -405,6 +407,20 @@ class LibrarianService:
         self._closed = True
         if self._on_close is not None:
             self._on_close()
+
+
+Record = TypeVar("Record", Generation, Failure)
+
+
+def _typed(record: object, cls: type[Record]) -> Record:
+    """A record read back from a backend, as the type it was stored as (a mismatch is a backend bug)."""
+    if not isinstance(record, cls):
+        raise TypeError(f"expected a {cls.__name__} record, the backend returned {type(record).__name__}")
+    return record
+
+
+def _optional(record: object | None, cls: type[Record]) -> Record | None:
+    return None if record is None else _typed(record, cls)
 
 
 def _tags(tags: Iterable[str]) -> tuple[str, ...]:

@@ -13,14 +13,13 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
-from typing import BinaryIO
 
 import boto3
 import botocore.exceptions as bce
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
 
-from resources.model import LibrarianError, StorageUnavailable
+from resources.model import BinaryReader, LibrarianError, StorageUnavailable
 
 MiB = 1 << 20
 _UNREACHABLE = (
@@ -124,7 +123,7 @@ class S3ObjectStore:
         except Exception as e:
             raise self._error(e, f"creating bucket {self.bucket!r}") from None
 
-    def put(self, object_id: uuid.UUID, data: bytes | BinaryIO, content_type: str) -> None:
+    def put(self, object_id: uuid.UUID, data: bytes | BinaryReader, content_type: str) -> None:
         key = object_key(object_id)
         try:
             if isinstance(data, (bytes, bytearray, memoryview)) and len(data) < self.transfer.multipart_threshold:

@@ -20,7 +20,7 @@ import os
 import threading
 from collections.abc import Mapping
 
-from resources.model import DEFAULT_COLLECTION, DEFAULT_WORKSPACE, LibrarianError, StoreSettings
+from resources.model import DEFAULT_COLLECTION, DEFAULT_WORKSPACE, Librarian, LibrarianError, StoreSettings
 
 BACKENDS = ("auto", "embedded", "cassandra")
 
@@ -92,7 +92,7 @@ def open_librarian(settings: StoreSettings | None = None):
     raise LibrarianError(f"unknown librarian backend {settings.backend!r} (expected embedded or cassandra)")
 
 
-_shared: dict[tuple, object] = {}
+_shared: dict[tuple[object, ...], Librarian] = {}
 _shared_lock = threading.Lock()
 
 

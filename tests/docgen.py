@@ -224,7 +224,7 @@ def html_with_data_uri_image() -> bytes:
         "<p>After the picture.</p>\n"
         '<img src="https://example.com/remote.png" alt="remote">\n'
         "</body></html>\n"
-    ).encode("utf-8")
+    ).encode()
 
 
 def markdown_with_data_uri_image() -> bytes:
@@ -232,7 +232,7 @@ def markdown_with_data_uri_image() -> bytes:
         "# Pictures\n\nBefore the picture.\n\n"
         f"![blue box]({data_uri(data_uri_picture())})\n\n"
         "After the picture.\n"
-    ).encode("utf-8")
+    ).encode()
 
 
 # -- EPUB ------------------------------------------------------------------------------------

@@ -86,7 +86,7 @@ def test_a_run_killed_mid_write_converges_on_re_run(librarian_resource, instance
     assert lib.list_children("big.pdf") and lib.get_generation("big.pdf") is None
 
     assert run(librarian_resource, instance, ["big.pdf"], raise_on_error=True).success
-    pages, images = children_tree(lib, "big.pdf")
+    pages, _images = children_tree(lib, "big.pdf")
     tag = GENERATION_TAG + lib.get_generation("big.pdf").fingerprint
     assert len(pages) == 150 and all(tag in p.tags for p in pages)
     assert len({p.id for p in pages}) == 150

@@ -1,6 +1,5 @@
 """Secrets stay in the environment: never in logs, run config, asset metadata or error messages."""
 
-import dagster as dg
 import pytest
 
 from tests import docgen

@@ -338,12 +338,13 @@ class CassandraConnection:
     def execute(self, cql: str, params: Sequence = (), what: str = "a query", fetch_size: int | None = None):
         def run():
             stmt, values = self.prepare(cql), params
+            values_or_bound: Sequence | None = values
             if fetch_size is not None:
                 stmt = stmt.bind(values)
                 stmt.fetch_size = fetch_size
-                values = None
+                values_or_bound = None  # bound into the statement already
             with self.errors(what):
-                return self.session.execute(stmt, values)
+                return self.session.execute(stmt, values_or_bound)
 
         return self._schema_retry(run)
 

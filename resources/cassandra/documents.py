@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from resources.cassandra.connection import CassandraConnection
 from resources.librarian import RECORD_TYPES, record_columns
-from resources.model import SOURCE, DocumentMetadata, LibrarianError, Upload
+from resources.model import SOURCE, DocumentMetadata, LibrarianError, Record, Upload
 
 KEYSPACE = "librarian"
 
@@ -71,7 +71,7 @@ def record_table(kind: str) -> str:
         )"""
 
 
-_EPOCH_UUID = datetime(1582, 10, 15, tzinfo=timezone.utc)
+_EPOCH_UUID = datetime(1582, 10, 15, tzinfo=UTC)
 
 
 def _uuid_time(u: uuid.UUID) -> datetime:
@@ -81,8 +81,8 @@ def _uuid_time(u: uuid.UUID) -> datetime:
 
 def _utc(t: datetime | None) -> datetime:
     if t is None:
-        return datetime.fromtimestamp(0, timezone.utc)
-    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+        return datetime.fromtimestamp(0, UTC)
+    return t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
 
 
 def _row_to_meta(r) -> DocumentMetadata:
@@ -154,7 +154,7 @@ class CassandraDocumentStore:
         with self.c.errors(what):
             return [_row_to_meta(r) for r in self.c.execute(cql, params, what, fetch_size=1000)]
 
-    def list(self, workspace: str, include_children: bool) -> list[DocumentMetadata]:
+    def rows(self, workspace: str, include_children: bool) -> list[DocumentMetadata]:
         docs = self._rows(self._list, (workspace,), f"listing documents of workspace {workspace!r}")
         if not include_children:
             docs = [d for d in docs if not d.parent_id and d.document_type == SOURCE]
@@ -186,13 +186,13 @@ class CassandraDocumentStore:
             for r in rows
         ]
 
-    def put_record(self, kind: str, workspace: str, record: object) -> None:
+    def put_record(self, kind: str, workspace: str, record: Record) -> None:
         cols = record_columns(kind)
         names = ", ".join(name for name, _ in cols)
         cql = f"INSERT INTO {KEYSPACE}.record_{kind} (workspace, {names}) VALUES (?, {', '.join('?' * len(cols))})"
         self.c.execute(cql, (workspace, *(getattr(record, name) for name, _ in cols)), f"writing the {kind} of {record.document_id!r}")
 
-    def _records(self, kind: str, extra: str, params: tuple) -> list:
+    def _records(self, kind: str, extra: str, params: tuple) -> list[Record]:
         cols = record_columns(kind)
         names = ", ".join(name for name, _ in cols)
         cql = f"SELECT {names} FROM {KEYSPACE}.record_{kind} WHERE workspace = ?{extra}"
@@ -204,11 +204,11 @@ class CassandraDocumentStore:
                 for r in self.c.execute(cql, params, what, fetch_size=1000)
             ]
 
-    def get_record(self, kind: str, workspace: str, document_id: str) -> object | None:
+    def get_record(self, kind: str, workspace: str, document_id: str) -> Record | None:
         found = self._records(kind, " AND document_id = ?", (workspace, document_id))
         return found[0] if found else None
 
-    def list_records(self, kind: str, workspace: str) -> list:
+    def list_records(self, kind: str, workspace: str) -> list[Record]:
         return self._records(kind, "", (workspace,))
 
     def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None:

@@ -184,7 +184,7 @@ class CassandraTripleStore:
             want_o = (o.value, o.otype, o.datatype if o.otype == "l" else "", o.language if o.otype == "l" else "")
 
         def keep(q: Quad) -> bool:
-            if s is not None and q.s != s or p is not None and q.p != p or g is not None and q.g != g:
+            if (s is not None and q.s != s) or (p is not None and q.p != p) or (g is not None and q.g != g):
                 return False
             if want_o is not None:
                 qo = q.o
@@ -192,6 +192,7 @@ class CassandraTripleStore:
             return True
 
         # The cheapest partition: subject, else an IRI/triple object, else predicate, else the collection.
+        params: tuple[str, ...]
         if s is not None:
             cql, params = (self._sel_role_p, (collection, s, S, p)) if p is not None else (self._sel_role, (collection, s, S))
         elif o is not None and o.otype in ("u", "t"):

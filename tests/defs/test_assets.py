@@ -118,8 +118,8 @@ def test_a_new_generation_replaces_the_old_one_and_records_the_change(librarian_
     assert not any(lib.exists(s.id) for s in old_sections)
     assert subjects_in_store(lib, [s.id for s in old_sections]) == set()
     assert subjects_in_store(lib, [s.id for s in new_sections]) == {s.id for s in new_sections}
-    diff = [m for m in result.get_asset_materialization_events()
-            if m.asset_key == dg.AssetKey("provenance_triples")][0].materialization.metadata
+    diff = next(m for m in result.get_asset_materialization_events()
+            if m.asset_key == dg.AssetKey("provenance_triples")).materialization.metadata
     change = diff["changes_from_previous_generation"].value
     # matched by label: "Section 1" changed, sections 2-4 are new
     assert (change["sections_added"], change["sections_removed"], change["sections_changed"]) == (3, 0, 1)

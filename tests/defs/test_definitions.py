@@ -10,6 +10,7 @@ code version is checked against importlib.metadata separately), so only a change
 itself, not a dependency bump, needs a new snapshot.
 """
 
+import itertools
 import json
 import os
 import subprocess
@@ -200,7 +201,7 @@ def test_the_snapshot_holds_the_decoding_chain():
     chain = ["document", "elements", "sections", "images", "provenance_triples"]
     assert set(chain) <= set(assets)
     assert assets["document"]["deps"] == []
-    for parent, child in zip(chain, chain[1:]):
+    for parent, child in itertools.pairwise(chain):
         assert parent in assets[child]["deps"], f"{child} must depend on {parent}"
     for key, entry in assets.items():
         assert entry["partitions"] == {"type": "DynamicPartitionsDefinition", "name": "documents"}, key
@@ -250,6 +251,16 @@ def test_the_decoder_options_default_to_the_spec():
     assert set(config) == set(SPEC_DEFAULTS) | {"force", "chunk_size", "chunk_overlap"}
     assert DecoderOptions().model_dump(include=set(SPEC_DEFAULTS)) == SPEC_DEFAULTS
     assert DecoderOptions().to_decoder_config() == DecoderConfig()
+
+
+def test_the_launchpad_offers_exactly_the_decoders_choices():
+    from typing import get_args
+
+    from ud_assets.decoding.model import SECTION_STRATEGIES, STRATEGIES
+    from ud_assets.defs.config import SectionStrategy, Strategy
+
+    assert get_args(Strategy) == STRATEGIES
+    assert get_args(SectionStrategy) == SECTION_STRATEGIES
 
 
 @pytest.mark.parametrize("bad", [{"strategy": "magic"}, {"section_strategy": "paragraph"},

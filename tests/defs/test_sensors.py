@@ -1,21 +1,20 @@
 """The upload sensor and the upgrade schedule."""
 
 import dataclasses
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib.metadata import version as package_version
 
 import dagster as dg
 import pytest
 
 from resources.model import Upload
-from tests import docgen
 from ud_assets.defs import schedules
 from ud_assets.defs.partitions import documents_partitions
 from ud_assets.defs.resources import LibrarianResource
 from ud_assets.defs.schedules import reprocess_after_upgrade
 from ud_assets.defs.sensors import RANGE_END, RANGE_START, librarian_uploads, plan_uploads
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def event(doc_id, kind="added", sha="s1", cursor="1"):
@@ -37,7 +36,7 @@ def test_plan_batches_new_uploads_in_ranges_and_runs_re_uploads_alone():
 
 def test_plan_last_event_wins_and_bad_ids_are_refused():
     events = [event("a"), event("a", "removed"), event("b"), event("bad,id")]
-    partitions, runs, refused = plan_uploads(events, lambda key: False, batch=10)
+    _partitions, runs, refused = plan_uploads(events, lambda key: False, batch=10)
     assert [r.partition_key for r in runs] == ["b"]
     assert refused and "bad,id" in refused[0]
 

@@ -6,6 +6,7 @@ launched run starts at once without a daemon; the default run launcher starts on
 (the embedded librarian: CASSANDRA_HOST is removed from its environment).
 """
 
+import itertools
 import json
 import os
 import signal
@@ -245,7 +246,7 @@ def test_the_asset_graph_is_served_over_graphql(server):
     assert set(CHAIN) <= set(nodes), sorted(nodes)
     deps = {key: sorted("/".join(d["path"]) for d in node["dependencyKeys"]) for key, node in nodes.items()}
     assert deps["document"] == []
-    for parent, child in zip(CHAIN, CHAIN[1:]):
+    for parent, child in itertools.pairwise(CHAIN):
         assert parent in deps[child], f"{child} depends on {deps[child]}, not on {parent}"
     for key in CHAIN:
         node = nodes[key]

@@ -78,14 +78,14 @@ class CassandraRun:
                 try:
                     step()
                     break
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:
                     if attempt == 2:
                         failed.append(f"{name}: {e}")
                     else:
                         time.sleep(2)
         c.release()
         if failed:
-            warnings.warn(f"cleanup of the cassandra test session left {len(failed)} things behind: {failed[:3]}")
+            warnings.warn(f"cleanup of the cassandra test session left {len(failed)} things behind: {failed[:3]}", stacklevel=2)
 
     def _drop_bucket(self) -> None:
         client = self.objects.client

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -122,7 +122,7 @@ def test_stream_and_range_of_missing_document(librarian):
 
 
 def test_metadata_round_trip(librarian):
-    before = datetime.now(timezone.utc) - timedelta(seconds=1)
+    before = datetime.now(UTC) - timedelta(seconds=1)
     triples = (
         ("https://example.org/doc/1", True, "http://purl.org/dc/elements/1.1/title", True, "Zürich report", False),
         ("https://example.org/doc/1", True, "http://purl.org/dc/elements/1.1/creator", True, "https://example.org/p/ann", True),
@@ -140,7 +140,7 @@ def test_metadata_round_trip(librarian):
     assert got.workspace == librarian.workspace
     assert got.parent_id == "" and got.document_type == SOURCE
     assert isinstance(got.object_id, uuid.UUID) and got.object_id.version == 4
-    assert got.time.tzinfo is not None and before <= got.time <= datetime.now(timezone.utc) + timedelta(seconds=1)
+    assert got.time.tzinfo is not None and before <= got.time <= datetime.now(UTC) + timedelta(seconds=1)
     assert got.size == 12 and got.sha256 == hashlib.sha256(b"%PDF-1.7 ...").hexdigest()
     # The object key comes from object_id, never from the document id.
     assert librarian.objects.exists(got.object_id)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from resources.records import Failure, Generation
 
-T0 = datetime(2026, 3, 4, 5, 6, 7, 123000, tzinfo=timezone.utc)  # milliseconds: what both stores keep
+T0 = datetime(2026, 3, 4, 5, 6, 7, 123000, tzinfo=UTC)  # milliseconds: what both stores keep
 
 
 def generation(doc_id: str, elements: uuid.UUID | None = None, fingerprint: str = "fp1") -> Generation:

@@ -45,7 +45,7 @@ def cmd_decode(args: argparse.Namespace) -> int:
             failures += 1
             print(f"ud decode: {path}: {exc}", file=sys.stderr)
             continue
-        except Exception as exc:  # noqa: BLE001 - one bad file never stops the others
+        except Exception as exc:  # one bad file never stops the others
             failures += 1
             print(f"ud decode: {path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                   file=sys.stderr)

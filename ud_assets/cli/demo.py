@@ -30,7 +30,6 @@ def upload_samples(librarian, folder: Path) -> list[str]:
 
 def materialize(document_ids: list[str], instance) -> bool:
     """One run over all the documents (a partition range), as a batched backfill would do."""
-    from dagster import DagsterInstance  # noqa: F401 - loaded with definitions anyway
 
     from ud_assets.definitions import defs
     from ud_assets.defs.partitions import documents_partitions

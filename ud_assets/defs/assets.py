@@ -14,7 +14,9 @@ naming them, so their partitions show as failed with the cause.
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 from importlib.metadata import version as package_version
+from typing import Any
 
 import dagster as dg
 
@@ -135,16 +137,16 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
         started = time.perf_counter()
         context.log.info(f"[{index}/{len(keys)}] {key}")
         try:
-            outcome = _with_retries(lambda: process_document(lib, key, decoder_config, stages, version=version,
-                                                             progress=context.log.debug, force=force,
-                                                             chunking=chunking, ahead=ahead), context)
+            outcome = _with_retries(partial(process_document, lib, key, decoder_config, stages, version=version,
+                                            progress=context.log.debug, force=force, chunking=chunking,
+                                            ahead=ahead), context)
         except DocumentFailed as failure:
             failures.append(failure)
             context.log.error(f"document {failure}")
             try:
                 if not failure.known:
                     record_failure(lib, key, failure)
-            except Exception as exc:  # noqa: BLE001 - the ledger must not hide the document's own error
+            except Exception as exc:  # the ledger must not hide the document's own error
                 context.log.warning(f"could not record the failure of {key}: {exc}")
             continue
         outcomes.append(outcome)
@@ -175,8 +177,8 @@ def _with_retries(attempt: Callable[[], Outcome], context: dg.AssetExecutionCont
     raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def _metadata(values: dict) -> dict:
-    out = {}
+def _metadata(values: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for name, value in values.items():
         if name == "preview":
             out[name] = dg.MetadataValue.md(value or "_(no text)_")

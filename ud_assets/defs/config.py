@@ -1,7 +1,7 @@
 """Decoder options as Dagster run config: the spec's names and defaults. Choices, types and unknown keys are
 rejected at launch; ranges and language codes when the step starts, before any work."""
 
-from typing import Literal
+from typing import Literal, cast
 
 import dagster as dg
 from pydantic import Field, field_validator, model_validator
@@ -12,17 +12,20 @@ from ud_assets.processing.model import ChunkingOptions
 # The one source of defaults: the core's option types (the CLI reads them too).
 DECODER = DecoderConfig()
 CHUNKING = ChunkingOptions()
+# The choices as types, so the launchpad offers them; tests hold them equal to the core's tuples.
+Strategy = Literal["auto", "fast", "hi_res", "ocr_only"]
+SectionStrategy = Literal["whole-document", "heading", "element-type", "count", "size"]
 
 
 class DecoderOptions(dg.Config):
     """Options of the universal decoder (editable in the launchpad)."""
 
-    strategy: Literal["auto", "fast", "hi_res", "ocr_only"] = Field(
-        default=DECODER.strategy, description="Partitioning strategy; auto never reaches for a model hub."
+    strategy: Strategy = Field(
+        default=cast(Strategy, DECODER.strategy), description="Partitioning strategy; auto never reaches for a model hub."
     )
     languages: str = Field(default=",".join(DECODER.languages), description="Comma-separated OCR language codes.")
-    section_strategy: Literal["whole-document", "heading", "element-type", "count", "size"] = Field(
-        default=DECODER.section_strategy, description="How non-page formats are split into sections."
+    section_strategy: SectionStrategy = Field(
+        default=cast(SectionStrategy, DECODER.section_strategy), description="How non-page formats are split into sections."
     )
     section_element_count: int = Field(default=DECODER.section_element_count, gt=0, description="Elements per section for 'count'.")
     section_max_size: int = Field(default=DECODER.section_max_size, gt=0, description="Max characters per section for 'size'.")
@@ -34,7 +37,7 @@ class DecoderOptions(dg.Config):
     @field_validator("languages")
     @classmethod
     def _languages(cls, value: str) -> str:
-        DecoderConfig(languages=value)  # raises on an invalid code
+        DecoderConfig(languages=tuple(value.split(",")))  # raises on an invalid code
         return value
 
     @model_validator(mode="after")

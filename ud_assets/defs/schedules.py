@@ -2,6 +2,7 @@
 
 import json
 import os
+from collections.abc import Sequence
 
 import dagster as dg
 
@@ -30,7 +31,7 @@ def stale_documents(generations, target: tuple[str, str, str]) -> list[str]:
     ]
 
 
-def plan_reprocessing(stale: list[str], partition_order: list[str], target: tuple[str, str, str], batch: int):
+def plan_reprocessing(stale: list[str], partition_order: Sequence[str], target: tuple[str, str, str], batch: int):
     """Batch runs over contiguous partition ranges covering the stale documents.
 
     A range may include documents that are already current: the decoder skips them cheaply

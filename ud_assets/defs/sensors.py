@@ -1,25 +1,26 @@
 """The sensor on new librarian uploads: new documents become partitions and are decoded in batches."""
 
 import hashlib
-import json
-import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from typing import TypeVar
 
 import dagster as dg
 
+from resources.model import Upload
 from ud_assets.defs.assets import batch_size
 from ud_assets.defs.jobs import decode_documents
 from ud_assets.defs.keys import partition_key_problem
-from ud_assets.defs.partitions import documents_partitions
+from ud_assets.defs.partitions import PARTITIONS_NAME, documents_partitions
 from ud_assets.defs.resources import LibrarianResource
 
 MAX_EVENTS_PER_TICK = 5000  # bounds one tick's work whatever the backlog
 PARTITION_REQUEST_CHUNK = 1000
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
+T = TypeVar("T")
 
 
-def chunks(items: list, size: int) -> Iterable[list]:
+def chunks(items: Sequence[T], size: int) -> Iterable[Sequence[T]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
@@ -28,7 +29,11 @@ def digest(parts: Iterable[str]) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:24]
 
 
-def plan_uploads(events, has_partition, batch: int):
+PartitionsRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
+
+
+def plan_uploads(events: Sequence[Upload], has_partition: Callable[[str], bool],
+                 batch: int) -> tuple[list[PartitionsRequest], list[dg.RunRequest], list[str]]:
     """Partition requests and run requests for a slice of the upload log (pure; tested directly).
 
     The last event of each id wins. New documents become partitions, added in log order in
@@ -37,11 +42,14 @@ def plan_uploads(events, has_partition, batch: int):
     their own. Run keys carry the content hashes, so a repeated tick never runs twice and a
     re-upload with new content runs again.
     """
-    latest: dict[str, object] = {}
+    latest: dict[str, Upload] = {}
     for event in events:
         latest.pop(event.id, None)
         latest[event.id] = event
-    new, existing, removed, refused = [], [], [], []
+    new: list[Upload] = []
+    existing: list[Upload] = []
+    removed: list[str] = []
+    refused: list[str] = []
     for doc_id, event in latest.items():
         problem = partition_key_problem(doc_id)
         if problem:
@@ -54,11 +62,11 @@ def plan_uploads(events, has_partition, batch: int):
             existing.append(event)
         else:
             new.append(event)
-    partition_requests = [documents_partitions.build_add_request([e.id for e in chunk])
+    partition_requests: list[PartitionsRequest] = [documents_partitions.build_add_request([e.id for e in chunk])
                           for chunk in chunks(new, PARTITION_REQUEST_CHUNK)]
     if removed:
         partition_requests.append(documents_partitions.build_delete_request(removed))
-    runs = []
+    runs: list[dg.RunRequest] = []
     for chunk in chunks(new, batch):
         key = "upload:" + digest(f"{e.id}@{e.sha256}" for e in chunk)
         if len(chunk) == 1:
@@ -85,7 +93,7 @@ def librarian_uploads(context: dg.SensorEvaluationContext, librarian: LibrarianR
     instance = context.instance
 
     def has_partition(key: str) -> bool:
-        return instance.has_dynamic_partition(documents_partitions.name, key)
+        return instance.has_dynamic_partition(PARTITIONS_NAME, key)
 
     partition_requests, runs, refused = plan_uploads(events, has_partition, batch_size())
     for message in refused:

@@ -117,7 +117,7 @@ def document_quads(triples, document_id: str, collection: str) -> list[Quad]:
     root = resolve(triples, document_id, collection)
     subjects, frontier = [root], [root]
     while frontier:
-        nxt = []
+        nxt: list[str] = []
         for iri in frontier:
             nxt.extend(c for c in _children(triples, iri, collection) if c not in subjects)
         subjects.extend(nxt)

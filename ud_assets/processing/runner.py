@@ -39,6 +39,8 @@ from ud_assets.processing.parse_ahead import ParseAhead
 from ud_assets.processing.provenance import provenance_stage
 from ud_assets.processing.sections import require_stored_sections, sections_stage
 
+DEFAULT_CHUNKING = ChunkingOptions()
+
 
 def process_document(
     librarian: Librarian,
@@ -49,7 +51,7 @@ def process_document(
     now: datetime | None = None,
     progress: Callable[[str], None] = lambda message: None,
     force: bool = False,
-    chunking: ChunkingOptions = ChunkingOptions(),
+    chunking: ChunkingOptions = DEFAULT_CHUNKING,
     ahead: ParseAhead | None = None,
 ) -> Outcome:
     """Run the selected stages for one document.
@@ -71,11 +73,11 @@ def process_document(
         failure.fingerprint = failure.fingerprint or (attempt.fingerprint if attempt else "")
         raise
     except Exception as exc:
-        failure = document_failure(document_id, exc)
-        if failure is None:
+        cause = document_failure(document_id, exc)
+        if cause is None:
             raise  # not the document's fault: the run fails with this traceback
-        failure.fingerprint = attempt.fingerprint if attempt else ""
-        raise failure from exc
+        cause.fingerprint = attempt.fingerprint if attempt else ""
+        raise cause from exc
 
 
 def document_failure(document_id: str, exc: Exception) -> DocumentFailed | None:
