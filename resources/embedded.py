@@ -143,6 +143,9 @@ class FileObjectStore:
     def delete(self, object_id: uuid.UUID) -> None:
         self._path(object_id).unlink(missing_ok=True)
 
+    def uri(self, object_id: uuid.UUID) -> str:
+        return self._path(object_id).resolve().as_uri()
+
     def exists(self, object_id: uuid.UUID) -> bool:
         return self._path(object_id).is_file()
 

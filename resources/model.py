@@ -179,6 +179,10 @@ class ObjectStore(Protocol):
 
     def exists(self, object_id: uuid.UUID) -> bool: ...
 
+    def uri(self, object_id: uuid.UUID) -> str:
+        """Where a person finds the object: s3://bucket/doc/{id}, or a file:// path."""
+        ...
+
 
 class TripleStore(Protocol):
     def insert(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> int: ...

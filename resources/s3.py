@@ -203,9 +203,8 @@ class S3ObjectStore:
             raise LibrarianError(f"S3 at {self.endpoint}: object {key} missing from bucket {self.bucket!r}")
         return int(head["ContentLength"])
 
-    def content_type(self, object_id: uuid.UUID) -> str | None:
-        head = self._head(object_key(object_id))
-        return None if head is None else head.get("ContentType")
+    def uri(self, object_id: uuid.UUID) -> str:
+        return f"s3://{self.bucket}/{object_key(object_id)}"
 
     def exists(self, object_id: uuid.UUID) -> bool:
         return self._head(object_key(object_id)) is not None

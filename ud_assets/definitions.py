@@ -5,6 +5,8 @@ live in ud_assets/processing/ and the pure decoder in ud_assets/decoding/. Loadi
 must stay cheap: it never imports unstructured or torch (the decoding step imports them when it runs).
 """
 
+import warnings
+
 import dagster as dg
 
 from ud_assets.defs.assets import universal_decoder
@@ -13,8 +15,13 @@ from ud_assets.defs.resources import LibrarianResource
 from ud_assets.defs.schedules import reprocess_after_upgrade
 from ud_assets.defs.sensors import librarian_uploads
 
+with warnings.catch_warnings():
+    # Code references are a beta API of Dagster: useful in the UI, not worth a warning per process.
+    warnings.simplefilter("ignore", dg.BetaWarning)
+    assets = dg.with_source_code_references([universal_decoder])
+
 defs = dg.Definitions(
-    assets=[universal_decoder],
+    assets=assets,  # with code references: the asset pages link to the function that computes them
     jobs=[decode_documents],
     sensors=[librarian_uploads],
     schedules=[reprocess_after_upgrade],

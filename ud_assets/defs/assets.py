@@ -23,6 +23,7 @@ import dagster as dg
 from ud_assets.decoding.model import DECODER_LOGIC_VERSION
 from ud_assets.defs.checks import CHECK_SPECS, check_results
 from ud_assets.defs.config import DecoderOptions
+from ud_assets.defs.metadata import stage_metadata
 from ud_assets.defs.partitions import documents_partitions
 from ud_assets.defs.resources import LibrarianResource
 from ud_assets.processing.model import DocumentFailed, Outcome
@@ -43,44 +44,43 @@ def elements_code_version() -> str:
     return f"unstructured-{package_version('unstructured')}+decoder-{DECODER_LOGIC_VERSION}"
 
 
+OWNERS = ["team:ud"]
+
+
+def storage_kinds() -> tuple[set[str], set[str]]:
+    """(where bytes live, where rows and triples live), as kinds shown in the UI, from the environment."""
+    from resources.settings import load_settings
+
+    if load_settings().backend == "cassandra":
+        return {"s3"}, {"cassandra"}
+    return {"sqlite"}, {"sqlite"}
+
+
+_BYTES, _ROWS = storage_kinds()
+
+
+def _spec(key: str, description: str, kinds: set[str], deps: tuple[str, ...] = (),
+          code_version: str = DECODER_LOGIC_VERSION) -> dg.AssetSpec:
+    return dg.AssetSpec(key, deps=list(deps), description=description, group_name=GROUP, skippable=True,
+                        code_version=code_version, kinds={"python", *kinds}, owners=OWNERS)
+
+
 ASSET_SPECS = [
-    dg.AssetSpec(
-        "document",
-        description="The librarian's source document: metadata, detected MIME type, size, sha256 (bytes stay in the object store).",
-        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
-    ),
-    dg.AssetSpec(
-        "elements",
-        deps=["document"],
-        description="unstructured's elements of the document, stored as JSON in the object store.",
-        group_name=GROUP, skippable=True, code_version=elements_code_version(),
-    ),
-    dg.AssetSpec(
-        "sections",
-        deps=["elements"],
-        description="Pages or sections with their text and exact offsets: librarian child documents (page | section).",
-        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
-    ),
-    dg.AssetSpec(
-        "images",
-        deps=["sections"],
-        description="Embedded images with their original bytes: librarian child documents (image) of their page or section.",
-        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
-    ),
-    dg.AssetSpec(
-        "chunks",
-        deps=["sections"],
-        description="Chunks of every page/section (TrustGraph's recursive chunker, exact offsets, tables kept whole): "
-        "librarian child documents (chunk) of their section, with their provenance triples.",
-        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
-    ),
-    dg.AssetSpec(
-        "provenance_triples",
-        deps=["images"],
-        description="PROV-O/TrustGraph provenance of the document, its pages/sections and images, in urn:graph:source.",
-        group_name=GROUP, skippable=True, code_version=DECODER_LOGIC_VERSION,
-    ),
+    _spec("document", "The librarian's source document: metadata, detected MIME type, size, sha256 (bytes stay in the "
+          "object store).", _BYTES | _ROWS),
+    _spec("elements", "unstructured's elements of the document, stored as JSON in the object store.",
+          {"unstructured"} | _BYTES, deps=("document",), code_version=elements_code_version()),
+    _spec("sections", "Pages or sections with their text and exact offsets: librarian child documents (page | section).",
+          _BYTES | _ROWS, deps=("elements",)),
+    _spec("images", "Embedded images with their original bytes: librarian child documents (image) of their page or "
+          "section.", _BYTES | _ROWS, deps=("sections",)),
+    _spec("chunks", "Chunks of every page/section (TrustGraph's recursive chunker, exact offsets, tables kept whole): "
+          "librarian child documents (chunk) of their section, with their provenance triples.",
+          _BYTES | _ROWS, deps=("sections",)),
+    _spec("provenance_triples", "PROV-O/TrustGraph provenance of the document, its pages/sections and images, in "
+          "urn:graph:source.", _ROWS, deps=("images",)),
 ]
+
 
 @dg.multi_asset(
     name="universal_decoder",
@@ -151,16 +151,34 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
             continue
         outcomes.append(outcome)
         elapsed = round(time.perf_counter() - started, 3)
+        if outcome.skipped:
+            context.log.info(f"{key} is up to date (generation {outcome.fingerprint[:12]}): nothing decoded again")
         for stage in stages:
-            stored = outcome.metadata(stage)
-            if stored is None:
-                stored = {"up_to_date": True, "generation": outcome.fingerprint} if outcome.skipped else {}
-            metadata = {**stored, "document_id": key}
+            values = outcome.metadata(stage)
+            metadata = (stage_metadata(stage, outcome, values) if values is not None
+                        else _stored_metadata(context, stage, key, outcome.fingerprint))
+            metadata["document_id"] = key
             if stage == stages[-1]:
                 metadata["document_s"] = elapsed
                 if ahead is not None:
                     metadata["parse_wait_s"] = round(ahead.waited.get(key, 0.0), 3)
-            yield dg.AssetMaterialization(asset_key=stage, partition=key, metadata=_metadata(metadata))
+            yield dg.AssetMaterialization(asset_key=stage, partition=key, metadata=metadata)
+
+
+def _stored_metadata(context: dg.AssetExecutionContext, stage: str, key: str, fingerprint: str) -> dict[str, Any]:
+    """The metadata of the run that stored this generation's stage, for a stage that was up to date.
+
+    A run that finds a document current still materializes its partition (a backfill counts only
+    what its runs materialize), but with the metadata of the generation that is stored, so the
+    partition page never hides the real counts, tables and preview behind an "up to date" stub."""
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(stage), asset_partitions=[key]), limit=1).records
+    stored = records[0].asset_materialization if records else None
+    metadata: dict[str, Any] = {}
+    if stored is not None and getattr(stored.metadata.get("generation"), "value", None) == fingerprint:
+        metadata.update(stored.metadata)
+    metadata.update({"generation": fingerprint, "up_to_date": True})
+    return metadata
 
 
 def _with_retries(attempt: Callable[[], Outcome], context: dg.AssetExecutionContext) -> Outcome:
@@ -175,17 +193,3 @@ def _with_retries(attempt: Callable[[], Outcome], context: dg.AssetExecutionCont
             context.log.warning(f"{failure}; retrying in {delay:.1f}s")
             time.sleep(delay)
     raise AssertionError("unreachable: the last attempt returns or raises")
-
-
-def _metadata(values: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, value in values.items():
-        if name == "preview":
-            out[name] = dg.MetadataValue.md(value or "_(no text)_")
-        elif isinstance(value, (dict, list)):
-            out[name] = dg.MetadataValue.json(value)
-        elif value is None:
-            continue
-        else:
-            out[name] = value
-    return out

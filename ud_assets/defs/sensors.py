@@ -32,15 +32,18 @@ def digest(parts: Iterable[str]) -> str:
 PartitionsRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
 
 
-def plan_uploads(events: Sequence[Upload], has_partition: Callable[[str], bool],
-                 batch: int) -> tuple[list[PartitionsRequest], list[dg.RunRequest], list[str]]:
+def plan_uploads(events: Sequence[Upload], has_partition: Callable[[str], bool], batch: int,
+                 decoded: Callable[[str, str], bool] = lambda doc_id, sha256: False,
+                 ) -> tuple[list[PartitionsRequest], list[dg.RunRequest], list[str]]:
     """Partition requests and run requests for a slice of the upload log (pure; tested directly).
 
     The last event of each id wins. New documents become partitions, added in log order in
     chunks of at most 1,000 keys, and are decoded in batch runs over contiguous ranges of those
     new keys. Documents whose partition already exists (re-uploaded under the same id) run on
     their own. Run keys carry the content hashes, so a repeated tick never runs twice and a
-    re-upload with new content runs again.
+    re-upload with new content runs again. A document whose stored generation was decoded from
+    these very bytes (decoded(id, sha256)) gets its partition but no run: another process decoded
+    it already (`make demo` before `make dev`); the upgrade schedule handles version changes.
     """
     latest: dict[str, Upload] = {}
     for event in events:
@@ -67,13 +70,16 @@ def plan_uploads(events: Sequence[Upload], has_partition: Callable[[str], bool],
     if removed:
         partition_requests.append(documents_partitions.build_delete_request(removed))
     runs: list[dg.RunRequest] = []
-    for chunk in chunks(new, batch):
+    due = [e for e in new if not decoded(e.id, e.sha256)]
+    for chunk in chunks(due, batch):
         key = "upload:" + digest(f"{e.id}@{e.sha256}" for e in chunk)
         if len(chunk) == 1:
             runs.append(dg.RunRequest(run_key=key, partition_key=chunk[0].id))
         else:
             runs.append(dg.RunRequest(run_key=key, tags={RANGE_START: chunk[0].id, RANGE_END: chunk[-1].id}))
     for event in existing:
+        if decoded(event.id, event.sha256):
+            continue
         runs.append(dg.RunRequest(run_key=f"upload:{event.id}@{event.sha256}", partition_key=event.id))
     return partition_requests, runs, refused
 
@@ -95,7 +101,11 @@ def librarian_uploads(context: dg.SensorEvaluationContext, librarian: LibrarianR
     def has_partition(key: str) -> bool:
         return instance.has_dynamic_partition(PARTITIONS_NAME, key)
 
-    partition_requests, runs, refused = plan_uploads(events, has_partition, batch_size())
+    def decoded(key: str, sha256: str) -> bool:
+        generation = lib.get_generation(key)
+        return generation is not None and generation.sha256 == sha256
+
+    partition_requests, runs, refused = plan_uploads(events, has_partition, batch_size(), decoded)
     for message in refused:
         context.log.warning(f"upload not decoded: document id {message}")
     return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=partition_requests, cursor=events[-1].cursor)

@@ -38,4 +38,5 @@ def document_stage(attempt: Attempt) -> DocumentResult:
         "title": meta.title,
         "uploaded": meta.time.isoformat(),
         "generation": info.fingerprint,
+        "uri": attempt.librarian.objects.uri(meta.object_id),
     })

@@ -69,6 +69,7 @@ def elements_stage(attempt: Attempt, ahead: ParseAhead | None = None,
         "partition_s": round(elapsed, 3),
         **{f"decoder_{k}": round(v, 3) for k, v in info.stats.items()},
         "elements_object_id": str(object_id),
+        "uri": attempt.librarian.objects.uri(object_id),
         "json_bytes": len(payload),
     })
 

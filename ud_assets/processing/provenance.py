@@ -27,10 +27,11 @@ def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fr
     have triples yet and there is nothing to clear first."""
     started = time.perf_counter()
     lib, document_id = attempt.librarian, attempt.document_id
-    missing = missing_children(attempt, built)
+    missing = set(missing_children(attempt, built))
     if missing:
+        first = "sections" if missing & {s.id for s in built.sections} else "images"
         raise MissingInput(document_id, f"{len(missing)} children of generation {attempt.fingerprint[:12]} are "
-                                        "not stored; materialize sections and images first")
+                                        f"not stored; materialize {first} first")
     quads = [to_quad(t) for t in build_triples(attempt.info, built.sections, built.images, attempt.now)]
     # Same ids on a re-run: clear this generation's subjects first, so nothing doubles.
     if not fresh_children:

@@ -34,6 +34,7 @@ def test_object_key_and_content_type(real):
     assert head["ContentLength"] == meta.size
     keys = [o["Key"] for o in client.list_objects_v2(Bucket=bucket, Prefix=f"doc/{meta.object_id}")["Contents"]]
     assert keys == [f"doc/{meta.object_id}"]
+    assert real.objects.uri(meta.object_id) == f"s3://{bucket}/doc/{meta.object_id}"
 
 
 def test_document_row_is_trustgraphs(real):
