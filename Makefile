@@ -16,11 +16,12 @@ export UD_HOME ?= $(CURDIR)/.ud
 APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc chromium
 PYTEST_ARGS ?=
 
-.PHONY: help setup system-packages venv demo dev test test-fast services-up services-down services-env bench dagster-home clean
+.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env bench dagster-home clean
 
 help:
 	@echo "make demo    set up, then decode sample documents through the asset graph (embedded librarian)"
-	@echo "make test    set up, start MinIO + Cassandra on 127.0.0.1, run every test"
+	@echo "make test    set up, lint and type-check, start MinIO + Cassandra on 127.0.0.1, run every test"
+	@echo "make test-fast  the tests that need no server or browser, in parallel"
 	@echo "make dev     open the Dagster UI on http://127.0.0.1:3000"
 	@echo "make bench   benchmark against the bare library (CORPUS=DIR OUT=FILE)"
 
@@ -60,8 +61,18 @@ services-down:
 services-env:
 	@scripts/services/env.sh
 
-test: setup services-up
+# Lint, format and types first: they take seconds and keep the interfaces true.
+lint: setup
+	@$(VENV)/bin/ruff check .
+	@$(VENV)/bin/ruff format --check .
+	@$(VENV)/bin/mypy
+
+test: setup lint services-up
 	@eval "$$(scripts/services/env.sh)" && $(VENV)/bin/pytest $(PYTEST_ARGS)
+
+# The inner loop: no servers, no browser, in parallel (a few minutes).
+test-fast: setup lint
+	@$(VENV)/bin/pytest -n 2 -m "not services and not browser" $(PYTEST_ARGS)
 
 CORPUS ?=
 OUT ?= bench-out/bench.json

@@ -17,7 +17,7 @@ def graph_cassandra_run():
     run.cleanup()
 
 
-@pytest.fixture(params=["embedded", "cassandra"])
+@pytest.fixture(params=["embedded", pytest.param("cassandra", marks=pytest.mark.services)])
 def librarian_resource(request, tmp_path):
     """A LibrarianResource naming an empty librarian of the backend under test."""
     from ud_assets.defs.resources import LibrarianResource

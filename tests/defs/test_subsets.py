@@ -59,7 +59,7 @@ def stored_state(lib, doc_id: str) -> dict[str, bool]:
 
 def error_message(result: dg.ExecuteInProcessResult) -> str:
     [failure] = result.get_step_failure_events()
-    return failure.step_failure_data.error.message
+    return failure.step_failure_data.user_failure_data.description
 
 
 def test_every_subset_on_a_fresh_library_succeeds_or_names_what_to_materialize_first(tmp_path, instance):

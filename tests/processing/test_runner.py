@@ -94,3 +94,16 @@ def test_a_workbook_without_sections_passes_every_stage(resource):
     assert outcome.provenance is not None and outcome.provenance.triples_expected == outcome.provenance.triples_stored
     generation = lib.get_generation("blank.html")
     assert generation is not None and '"sections": 0' in generation.summary_json
+
+
+def test_workspaces_sharing_a_store_never_share_a_generations_objects(tmp_path):
+    """The same document in two workspaces of one store: removing it from one leaves the other whole."""
+    first = LibrarianResource(backend="embedded", home=str(tmp_path / "ud"), workspace="first").get()
+    second = LibrarianResource(backend="embedded", home=str(tmp_path / "ud"), workspace="second").get()
+    for lib in (first, second):
+        lib.add_document("notes.md", "text/markdown", docgen.markdown(), title="notes.md")
+    process_document(first, "notes.md", DecoderConfig(), ALL)  # committed: removal deletes its elements
+    process_document(second, "notes.md", DecoderConfig(), ("document", "elements"))
+    first.remove_document("notes.md")
+    outcome = process_document(second, "notes.md", DecoderConfig(), ("sections",))  # reads the stored elements
+    assert outcome.sections is not None and outcome.sections.written == 1

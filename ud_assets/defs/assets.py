@@ -26,7 +26,7 @@ from ud_assets.defs.config import DecoderOptions
 from ud_assets.defs.metadata import stage_metadata
 from ud_assets.defs.partitions import documents_partitions
 from ud_assets.defs.resources import LibrarianResource
-from ud_assets.processing.model import DocumentFailed, Outcome
+from ud_assets.processing.model import DocumentFailed, MissingInput, Outcome
 
 GROUP = "universal_decoder"
 DECODE_RUN_TAG = "ud/decode"  # runs carrying it share the run queue's decoding limit
@@ -140,6 +140,9 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
             outcome = _with_retries(partial(process_document, lib, key, decoder_config, stages, version=version,
                                             progress=context.log.debug, force=force, chunking=chunking,
                                             ahead=ahead), context)
+        except MissingInput as missing:
+            # The selection lacks a stage whose output is not stored: the person's next step, not a bug.
+            raise dg.Failure(description=str(missing), allow_retries=False) from None
         except DocumentFailed as failure:
             failures.append(failure)
             context.log.error(f"document {failure}")

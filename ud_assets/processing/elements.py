@@ -44,7 +44,7 @@ def elements_stage(attempt: Attempt, ahead: ParseAhead | None = None,
         data = attempt.librarian.get_content(info.id)
         elements = partition_document(data, info, attempt.config, meta.title or None)
     elapsed = time.perf_counter() - started
-    object_id = elements_object_id(info.id, info.fingerprint)
+    object_id = elements_object_id(attempt.librarian.workspace, info.id, info.fingerprint)
     payload = json.dumps(
         {
             "document_id": info.id,
@@ -76,7 +76,7 @@ def elements_stage(attempt: Attempt, ahead: ParseAhead | None = None,
 
 def load_elements(attempt: Attempt) -> ElementsResult:
     """The elements this generation stored earlier (a later stage selected without `elements`)."""
-    object_id = elements_object_id(attempt.document_id, attempt.fingerprint)
+    object_id = elements_object_id(attempt.librarian.workspace, attempt.document_id, attempt.fingerprint)
     try:
         payload = b"".join(attempt.librarian.objects.open(object_id))
     except StorageUnavailable:

@@ -22,9 +22,15 @@ from ud_assets.decoding.partitioning import unstructured_version
 from ud_assets.processing.model import Attempt, DocumentFailed, generation_tag
 
 
-def elements_object_id(document_id: str, fingerprint: str) -> uuid.UUID:
-    """Where a generation's elements JSON lives in the object store (stable across re-runs)."""
-    return ids.entity_uuid(document_id, fingerprint, "elements", 0)
+ELEMENTS_NAMESPACE = uuid.UUID("5b0f2d7c-3a41-4e8e-9c1d-7e2a6f4b8d10")
+
+
+def elements_object_id(workspace: str, document_id: str, fingerprint: str) -> uuid.UUID:
+    """Where a generation's elements JSON lives in the object store (stable across re-runs).
+
+    The workspace is part of it: workspaces may share a bucket, and the same document id with the
+    same bytes in two workspaces must not share (nor delete) one object."""
+    return uuid.uuid5(ELEMENTS_NAMESPACE, f"{workspace}\x1f{ids.entity_uuid(document_id, fingerprint, 'elements', 0)}")
 
 
 # -- the up-to-date rule: the one place that decides whether a document needs decoding ----------
@@ -100,7 +106,7 @@ def commit(attempt: Attempt, quads: list[Quad], summary: dict[str, int]) -> list
             unstructured_version=info.unstructured_version,
             decoder_version=DECODER_LOGIC_VERSION,
             config_json=json.dumps(attempt.config.as_dict(), sort_keys=True),
-            elements_object_id=str(elements_object_id(info.id, info.fingerprint)),
+            elements_object_id=str(elements_object_id(lib.workspace, info.id, info.fingerprint)),
             time=datetime.now(UTC),
             summary_json=json.dumps(summary),
         )

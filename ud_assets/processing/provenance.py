@@ -7,6 +7,7 @@ so it becomes current here (generations.commit) and older generations' children 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -14,7 +15,7 @@ from resources.model import GRAPH_SOURCE, Librarian, Quad, Term
 from ud_assets.decoding import ids
 from ud_assets.decoding.decoder import build_triples
 from ud_assets.decoding.model import Element
-from ud_assets.decoding.provenance import Triple
+from ud_assets.decoding.provenance import RDF_TYPE, Triple
 from ud_assets.processing.generations import commit, generation_diff
 from ud_assets.processing.images import missing_children
 from ud_assets.processing.model import Attempt, Built, MissingInput, ProvenanceResult
@@ -49,10 +50,14 @@ def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fr
     diff = generation_diff(attempt, sections, elements)
     removed = commit(attempt, quads, summary)
     subjects = {q.s for q in quads}
+    # What a person can look up from the UI: how many entities of each type the generation holds.
+    entities = Counter(q.o.value.rsplit("#", 1)[-1].rsplit("/", 1)[-1] for q in quads if q.p == RDF_TYPE)
     return ProvenanceResult(len(quads), count_stored(lib, subjects), removed, {
         "triples": len(quads),
         "graph": GRAPH_SOURCE,
         "subjects": len(subjects),
+        "entities_by_type": dict(sorted(entities.items())),
+        "document_iri": ids.document_iri(document_id),
         "store_s": round(time.perf_counter() - started, 3),
         "old_generation_children_removed": len(removed),
         **({"changes_from_previous_generation": diff} if diff else {}),
