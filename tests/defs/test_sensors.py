@@ -128,6 +128,23 @@ def decode_all(resource, instance, keys):
     assert run(resource, instance, keys, raise_on_error=True).success
 
 
+def test_a_sensor_that_starts_after_the_demo_runs_nothing_for_documents_already_decoded(embedded, instance):
+    """`make dev` after `make demo`: the sensor's first tick reads the whole upload log."""
+    lib = embedded.get()
+    for key in ("a.md", "b.md"):
+        lib.add_document(key, "text/markdown", f"# {key}\n\nBody.\n".encode())
+    decode_all(embedded, instance, ["a.md", "b.md"])  # the demo: partitions added, documents decoded
+    lib.add_document("c.md", "text/markdown", b"# c\n\nNew after the demo.\n")
+    result = tick(embedded, instance, None)
+    assert [(r.partition_key, r.tags.get(RANGE_START)) for r in result.run_requests] == [("c.md", None)]
+    # A removed document loses its generation with it: uploaded again, it is decoded again.
+    lib.remove_document("a.md")
+    lib.add_document("a.md", "text/markdown", "# a.md\n\nBody.\n".encode())
+    apply_partition_requests(instance, result)
+    later = tick(embedded, instance, result.cursor)
+    assert [r.partition_key for r in later.run_requests] == ["a.md"]
+
+
 def test_upgrade_schedule_re_decodes_only_documents_of_another_version(embedded, instance, monkeypatch):
     lib = embedded.get()
     keys = ["a.md", "b.md", "c.md"]
