@@ -16,7 +16,6 @@ TG = "https://trustgraph.ai/ns/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 XSD_INTEGER = XSD + "integer"
 XSD_DATETIME = XSD + "dateTime"
-XSD_DECIMAL = XSD + "decimal"
 
 GRAPH_SOURCE = "urn:graph:source"
 
