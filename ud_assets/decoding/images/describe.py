@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import io
 import warnings
-from typing import Any
 
 from ud_assets.decoding import detect
-from ud_assets.decoding.model import ImageData
+from ud_assets.decoding.model import Coordinates, ImageData
 
 OCTET = detect.OCTET
 
@@ -44,10 +43,27 @@ def describe_image(data: bytes) -> tuple[str, int | None, int | None]:
     return mime, width, height
 
 
-def image_data(data: bytes, declared_mime: str | None = None, **fields: Any) -> ImageData:
+def image_data(
+    data: bytes,
+    declared_mime: str | None = None,
+    *,
+    page_number: int | None = None,
+    coordinates: Coordinates | None = None,
+    element_id: str | None = None,
+    name: str = "",
+) -> ImageData:
     """ImageData for bytes, with the MIME type and size sniffed; the declared type is the
     fallback for images Pillow cannot read (e.g. SVG)."""
     mime, width, height = describe_image(data)
     if mime == OCTET:
         mime = detect.normalize(declared_mime) or (detect.sniff(data) if data else "") or OCTET
-    return ImageData(data=data, mime_type=mime, width=width, height=height, **fields)
+    return ImageData(
+        data=data,
+        mime_type=mime,
+        width=width,
+        height=height,
+        page_number=page_number,
+        coordinates=coordinates,
+        element_id=element_id,
+        name=name,
+    )

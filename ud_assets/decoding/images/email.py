@@ -4,6 +4,7 @@ send its partition to `hi_res`. The image attachments are the message's images."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from email.message import Message
 
 from ud_assets.decoding import detect
 from ud_assets.decoding.model import ImageData
@@ -56,15 +57,17 @@ def split_email(data: bytes) -> EmailParts:
         if is_message:
             inside_attached_message.update(id(sub) for sub in part.walk() if sub is not part)
             payload = pruned_part.get_payload()
-            content = payload[0].as_bytes() if isinstance(payload, list) and payload else b""
+            inner = payload[0] if isinstance(payload, list) and payload else None
+            content = inner.as_bytes() if isinstance(inner, Message) else b""
         else:
-            content = pruned_part.get_payload(decode=True) or b""
+            decoded = pruned_part.get_payload(decode=True)  # None for an empty part
+            content = decoded if isinstance(decoded, bytes) else b""
         attachments.append(_attachment(part, content))
         _remove_part(pruned, pruned_part, parents)
     return EmailParts(body=pruned.as_bytes(), attachments=attachments)
 
 
-def _attachment(part, content: bytes) -> EmailAttachment:
+def _attachment(part: Message, content: bytes) -> EmailAttachment:
     filename = part.get_filename() or ""
     declared = part.get_content_type()
     content_id = (part.get("Content-ID") or "").strip().strip("<>")
@@ -79,7 +82,7 @@ def _attachment(part, content: bytes) -> EmailAttachment:
     )
 
 
-def _remove_part(root, part, parents: dict) -> None:
+def _remove_part(root: Message, part: Message, parents: dict[int, Message]) -> None:
     parent = parents.get(id(part))
     if parent is not None:
         parent.set_payload([child for child in parent.get_payload() if child is not part])
@@ -108,7 +111,7 @@ def _sniff_attachment(content: bytes, declared: str, filename: str) -> str:
 
 def email_images(parts: EmailParts) -> list[ImageData]:
     """The attachments that are images (inline ones shown by Content-ID included), in order."""
-    images = []
+    images: list[ImageData] = []
     for attachment in parts.attachments:
         if not attachment.mime_type.startswith("image/"):
             continue

@@ -7,10 +7,15 @@ import io
 import posixpath
 import re
 import urllib.parse
+import zipfile
+from typing import TYPE_CHECKING
 
 from ud_assets.decoding.model import ImageData
 
 from .describe import image_data
+
+if TYPE_CHECKING:  # imported where it runs; lxml ships no type hints (its names are Any to mypy)
+    from lxml import etree
 
 _OPF = "http://www.idpf.org/2007/opf"
 _CONTAINER = "urn:oasis:names:tc:opendocument:xmlns:container"
@@ -21,8 +26,6 @@ def epub_images(data: bytes) -> list[ImageData]:
     """The images of an EPUB, once each: first those the spine's documents show, in reading
     order, then the other image/* manifest items (e.g. a cover) in manifest order. `name` is
     the image's path in the zip."""
-    import zipfile
-
     from lxml import etree
 
     images: list[ImageData] = []
@@ -31,7 +34,7 @@ def epub_images(data: bytes) -> list[ImageData]:
         opf_path = _epub_opf_path(archive)
         opf = etree.fromstring(archive.read(opf_path), _xml_parser())
         opf_dir = posixpath.dirname(opf_path)
-        manifest = {}  # id -> (path in zip, media type)
+        manifest: dict[str | None, tuple[str, str]] = {}  # id -> (path in zip, media type)
         for item in opf.iter(f"{{{_OPF}}}item"):
             href = urllib.parse.unquote(item.get("href", "")).split("#")[0]
             manifest[item.get("id")] = (posixpath.normpath(posixpath.join(opf_dir, href)), item.get("media-type", ""))
@@ -64,14 +67,15 @@ def epub_image_for_url(images: list[ImageData], url: str | None) -> ImageData | 
     return None
 
 
-def _epub_opf_path(archive) -> str:
+def _epub_opf_path(archive: zipfile.ZipFile) -> str:
     from lxml import etree
 
     try:
         container = etree.fromstring(archive.read("META-INF/container.xml"), _xml_parser())
         rootfile = container.find(f".//{{{_CONTAINER}}}rootfile")
-        if rootfile is not None and rootfile.get("full-path"):
-            return rootfile.get("full-path")
+        full_path: str | None = rootfile.get("full-path") if rootfile is not None else None
+        if full_path:
+            return full_path
     except (KeyError, etree.XMLSyntaxError):
         pass
     opfs = sorted(name for name in archive.namelist() if name.lower().endswith(".opf"))
@@ -89,7 +93,7 @@ def _xhtml_image_paths(content: bytes, doc_path: str) -> list[str]:
     except etree.XMLSyntaxError:
         root = html.fromstring(content)  # tag soup: parse it as HTML
     base = posixpath.dirname(doc_path)
-    paths = []
+    paths: list[str] = []
     for node in root.iter():
         if not isinstance(node.tag, str):
             continue
@@ -103,7 +107,7 @@ def _xhtml_image_paths(content: bytes, doc_path: str) -> list[str]:
     return paths
 
 
-def _xml_parser():
+def _xml_parser() -> etree.XMLParser:
     from lxml import etree
 
     # No network, no entity expansion: EPUB content is untrusted.

@@ -4,10 +4,19 @@ every picture; with them the `Image` elements sit in document order between the 
 from __future__ import annotations
 
 import base64
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from .describe import OCTET, describe_image
 from .elements import NAME_FIELD
+
+if TYPE_CHECKING:  # unstructured and its python-docx/pptx are imported where they run
+    from docx.text.paragraph import Paragraph
+    from lxml import etree  # no type hints: Any to mypy
+    from pptx.shapes.picture import Picture
+    from unstructured.documents.elements import CoordinatesMetadata, Image
+    from unstructured.partition.docx import DocxPartitionerOptions
+    from unstructured.partition.pptx import PptxPartitionerOptions
 
 _A = "http://schemas.openxmlformats.org/drawingml/2006/main"
 _R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
@@ -22,10 +31,10 @@ class DocxPicturePartitioner:
     carrying the picture's bytes and its part name (e.g. word/media/image1.png)."""
 
     @classmethod
-    def iter_elements(cls, paragraph, opts) -> Iterator[Any]:
+    def iter_elements(cls, paragraph: Paragraph, opts: DocxPartitionerOptions) -> Iterator[Image]:
         for rel_id in _docx_picture_rel_ids(paragraph._p):
             part = paragraph.part.related_parts.get(rel_id)
-            blob = getattr(part, "blob", None)
+            blob = part.blob if part is not None else b""
             if not blob:
                 continue
             yield _image_element(
@@ -38,11 +47,11 @@ class DocxPicturePartitioner:
             )
 
 
-def _docx_picture_rel_ids(p_element) -> list[str]:
+def _docx_picture_rel_ids(p_element: etree._Element) -> list[str]:
     """Relationship ids of the pictures in a paragraph, in document order: DrawingML blips and
     legacy VML image data; the VML fallback of an mc:AlternateContent is skipped, since it
     repeats the picture of its DrawingML choice."""
-    rel_ids = []
+    rel_ids: list[str] = []
     for node in p_element.iter(f"{{{_A}}}blip", f"{{{_V}}}imagedata"):
         if any(ancestor.tag == f"{{{_MC}}}Fallback" for ancestor in node.iterancestors()):
             continue
@@ -57,11 +66,16 @@ class PptxPicturePartitioner:
     bytes, part name (e.g. ppt/media/image1.png) and position on the slide (points, top-left)."""
 
     @classmethod
-    def iter_elements(cls, picture, opts) -> Iterator[Any]:
+    def iter_elements(cls, picture: Picture, opts: PptxPartitionerOptions) -> Iterator[Image]:
+        from pptx.exc import PythonPptxError
+
         try:
-            part = picture.part.related_part(picture._pic.blip_rId)
+            rel_id = picture._pic.blip_rId
+            if rel_id is None:  # a linked picture (r:link) or none: no bytes in the package
+                return
+            part = picture.part.related_part(rel_id)
             blob = part.blob
-        except Exception:  # noqa: BLE001 - a linked or empty picture has no bytes to give
+        except (KeyError, ValueError, PythonPptxError):  # a dangling, external or malformed relationship
             return
         if not blob:
             return
@@ -76,13 +90,14 @@ class PptxPicturePartitioner:
         )
 
 
-def _pptx_coordinates(picture):
+def _pptx_coordinates(picture: Picture) -> CoordinatesMetadata | None:
     """CoordinatesMetadata of the picture on its slide, in points from the top-left corner."""
     from unstructured.documents.coordinates import PixelSpace
     from unstructured.documents.elements import CoordinatesMetadata
 
     try:
-        x, y, cx, cy = (int(v) for v in (picture.left, picture.top, picture.width, picture.height))
+        # EMUs, as floats: a grouped shape's are scaled below.
+        x, y, cx, cy = (float(int(v)) for v in (picture.left, picture.top, picture.width, picture.height))
         presentation = picture.part.package.presentation_part.presentation
         slide_width, slide_height = int(presentation.slide_width), int(presentation.slide_height)
     except (TypeError, AttributeError):
@@ -108,7 +123,16 @@ def _pptx_coordinates(picture):
     return CoordinatesMetadata(points=points, system=system)
 
 
-def _image_element(blob: bytes, *, name: str, origin: str, coordinates=None, **metadata_fields):
+def _image_element(
+    blob: bytes,
+    *,
+    name: str,
+    origin: str,
+    filename: str | None,
+    last_modified: str | None,
+    page_number: int | None,
+    coordinates: CoordinatesMetadata | None = None,
+) -> Image:
     from unstructured.documents.elements import ElementMetadata, Image
 
     mime = describe_image(blob)[0]
@@ -116,7 +140,9 @@ def _image_element(blob: bytes, *, name: str, origin: str, coordinates=None, **m
         image_base64=base64.b64encode(blob).decode("ascii"),
         image_mime_type=mime if mime != OCTET else None,
         coordinates=coordinates,
-        **metadata_fields,
+        filename=filename,
+        last_modified=last_modified,
+        page_number=page_number,
     )
     setattr(metadata, NAME_FIELD, name)  # an ad-hoc field: unstructured keeps it
     return Image(text="", metadata=metadata, detection_origin=origin)

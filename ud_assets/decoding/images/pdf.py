@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from ud_assets.decoding.model import ImageData
+from ud_assets.decoding.model import Coordinates, ImageData
 
 from .describe import OCTET, describe_image, image_data
 
+if TYPE_CHECKING:  # imported where it runs; pypdfium2 ships no type hints (its names are Any to mypy)
+    import pypdfium2 as pdfium
+
 logger = logging.getLogger(__name__)
+
+# A point of PDF user space to pdfminer's layout space.
+_ToLayout = Callable[[float, float], tuple[float, float]]
 
 
 def pdf_images(data: bytes, pages: range | None = None) -> list[ImageData]:
@@ -32,7 +40,7 @@ def pdf_images(data: bytes, pages: range | None = None) -> list[ImageData]:
             page = pdf[page_index]
             try:
                 to_layout, layout_width, layout_height = _pdf_layout_transform(page)
-                found = []
+                found: list[tuple[tuple[float, float], ImageData]] = []  # (top, left) of each image
                 objects = page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE])
                 for number, obj in enumerate(objects, start=1):
                     name = f"page-{page_index + 1}/image-{number}"
@@ -45,15 +53,16 @@ def pdf_images(data: bytes, pages: range | None = None) -> list[ImageData]:
                     if image_bytes is None:
                         continue
                     x0, y0, x1, y1 = box
-                    coordinates = {
+                    coordinates: Coordinates = {
                         "points": [[x0, y0], [x0, y1], [x1, y1], [x1, y0]],
                         "system": "PixelSpace",
                         "layout_width": layout_width,
                         "layout_height": layout_height,
                     }
-                    found.append(image_data(image_bytes, page_number=page_index + 1, coordinates=coordinates, name=name))
-                found.sort(key=lambda image: (image.coordinates["points"][0][1], image.coordinates["points"][0][0]))
-                images.extend(found)
+                    image = image_data(image_bytes, page_number=page_index + 1, coordinates=coordinates, name=name)
+                    found.append(((y0, x0), image))
+                found.sort(key=lambda item: item[0])
+                images.extend(image for _, image in found)
             finally:
                 page.close()
     finally:
@@ -61,7 +70,7 @@ def pdf_images(data: bytes, pages: range | None = None) -> list[ImageData]:
     return images
 
 
-def _pdf_image_bytes(obj) -> bytes | None:
+def _pdf_image_bytes(obj: pdfium.PdfImage) -> bytes | None:
     """The embedded JPEG / JPEG 2000 as is; otherwise the decoded pixels as a lossless PNG."""
     from PIL import Image
 
@@ -85,11 +94,11 @@ def _pdf_image_bytes(obj) -> bytes | None:
     return out.getvalue()
 
 
-def _pdf_layout_transform(page):
+def _pdf_layout_transform(page: pdfium.PdfPage) -> tuple[_ToLayout, float, float]:
     """pdfminer's page matrix (MediaBox origin moved to 0,0 and /Rotate applied, as in
     PDFPageInterpreter.process_page) and the resulting layout width and height."""
-    x0, y0, x1, y1 = page.get_mediabox()
-    rotation = page.get_rotation() % 360
+    x0, y0, x1, y1 = (float(value) for value in page.get_mediabox())
+    rotation: int = page.get_rotation() % 360
     if rotation == 90:
         matrix = (0, -1, 1, 0, -y0, x1)
     elif rotation == 180:
@@ -107,7 +116,7 @@ def _pdf_layout_transform(page):
     return to_layout, float(width), float(height)
 
 
-def _pdf_image_box(obj, to_layout, layout_height: float) -> tuple[float, float, float, float]:
+def _pdf_image_box(obj: pdfium.PdfImage, to_layout: _ToLayout, layout_height: float) -> tuple[float, float, float, float]:
     """(x0, y0, x1, y1) of the image with the origin at the top-left of the page."""
     corners = list(obj.get_quad_points())
     # Objects inside form XObjects are placed in their form's space: apply each form's matrix.
@@ -119,4 +128,4 @@ def _pdf_image_box(obj, to_layout, layout_height: float) -> tuple[float, float, 
     corners = [to_layout(x, y) for x, y in corners]
     xs = [x for x, _ in corners]
     ys = [layout_height - y for _, y in corners]
-    return tuple(round(value, 3) for value in (min(xs), min(ys), max(xs), max(ys)))
+    return round(min(xs), 3), round(min(ys), 3), round(max(xs), 3), round(max(ys), 3)
