@@ -8,7 +8,7 @@ import pytest
 
 from tests import docgen
 from ud_assets.decoding import detect
-from ud_assets.decoding.limits import MAX_ZIP_ENTRIES, MiB, Limits, check_input
+from ud_assets.decoding.limits import MAX_ZIP_ENTRIES, Limits, MiB, check_input
 from ud_assets.decoding.model import ConfigError, DecodeError
 
 DEFAULT = Limits()

@@ -20,6 +20,7 @@ text, so it is dropped.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -85,7 +86,7 @@ class _Splitter:
         bounds = [start, *cuts, end]
         chunks: list[tuple[int, int]] = []
         small: list[tuple[int, int]] = []
-        for piece in zip(bounds, bounds[1:]):
+        for piece in itertools.pairwise(bounds):
             # LangChain's test is strict: a piece of exactly chunk_size is split further.
             if piece[1] - piece[0] < self.size:
                 small.append(piece)

@@ -12,7 +12,7 @@ import base64
 import copy
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TypedDict
 
 from . import detect, ids, provenance
@@ -251,7 +251,7 @@ def image_label(record: ImageRecord) -> str:
 def build_triples(
     info: DocumentInfo, sections: list[Section], images: list[ImageRecord], now: datetime | None = None
 ) -> list[provenance.Triple]:
-    started_at = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started_at = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     doc = ids.document_iri(info.id)
     agent = ids.agent_iri(COMPONENT)
     pages = [s for s in sections if s.type == "page"]

@@ -313,7 +313,7 @@ def _decode(message: bytes) -> _Reply[_R] | None:
         return None
     try:
         reply: _Reply[_R] = pickle.loads(message)  # our own child's _Reply
-    except Exception:  # noqa: BLE001 - a garbled reply is a crash: the exit status tells more
+    except Exception:  # noqa: BLE001 - unpickling garbage may raise anything: a garbled reply is a crash, the exit status tells more
         return None
     return reply
 

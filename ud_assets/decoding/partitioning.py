@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import logging
 import os
 from dataclasses import dataclass, field, replace
@@ -64,7 +65,7 @@ def layout_weights_available() -> bool:
 
         cached = try_to_load_from_cache(*_DEFAULT_LAYOUT_REPO)
         return isinstance(cached, str) and os.path.isfile(cached)
-    except Exception:  # noqa: BLE001 - no cache at all means no weights
+    except (ImportError, ValueError, OSError):  # no huggingface_hub, or no usable cache: no weights
         return False
 
 
@@ -135,7 +136,7 @@ def partition_bytes(
         return _partition_bytes(data, mime, config, filename)
     except (DecodeError, ConfigError):
         raise
-    except Exception as exc:  # noqa: BLE001 - any parser failure is this document's error
+    except Exception as exc:  # any parser failure is this document's error
         raise DecodeError(_describe_failure(exc, mime)) from exc
 
 
@@ -303,7 +304,7 @@ def plan_pdf(data: bytes, mime: str, config: DecoderConfig, filename: str | None
     notes = strategy_notes(config, strategy)
     try:
         pdf = pdfium.PdfDocument(data)
-    except Exception:  # noqa: BLE001 - the whole parse reports the cause
+    except pdfium.PdfiumError:  # not loadable: the whole parse reports the cause
         return PdfPlan(strategy, notes, 0)
     try:
         return PdfPlan(strategy, notes, len(pdf))
@@ -322,7 +323,7 @@ def pdf_page_ranges(plan: PdfPlan, config: DecoderConfig, workers: int) -> list[
     if parts < 2:
         return []
     bounds = [round(i * plan.pages / parts) for i in range(parts + 1)]
-    return [range(start, end) for start, end in zip(bounds, bounds[1:])]
+    return [range(start, end) for start, end in itertools.pairwise(bounds)]
 
 
 def partition_pdf_pages(data: bytes, mime: str, config: DecoderConfig, filename: str | None = None, *,
@@ -336,7 +337,7 @@ def partition_pdf_pages(data: bytes, mime: str, config: DecoderConfig, filename:
         return PdfPart(elements, images.pdf_images(data, pages))
     except (DecodeError, ConfigError):
         raise
-    except Exception as exc:  # noqa: BLE001 - any parser failure is this document's error
+    except Exception as exc:  # any parser failure is this document's error
         raise DecodeError(_describe_failure(exc, mime)) from exc
 
 
@@ -408,7 +409,7 @@ def _partition_email(data: bytes, config: DecoderConfig, strategy: str, notes: l
 
     parts = images.split_email(data)
     elements = _partition(parts.body, detect.EML, config, "fast", None)
-    for index, attachment in enumerate(parts.attachments):
+    for attachment in parts.attachments:
         kind = detect.detect_mime(attachment.data, attachment.filename, None)
         if kind.startswith("image/"):
             continue

@@ -47,7 +47,7 @@ def pdf_images(data: bytes, pages: range | None = None) -> list[ImageData]:
                     try:
                         image_bytes = _pdf_image_bytes(obj)
                         box = _pdf_image_box(obj, to_layout, layout_height)
-                    except Exception as exc:  # noqa: BLE001 - one broken image must not lose the others
+                    except Exception as exc:  # noqa: BLE001 - pypdfium2 and Pillow fail in many ways on a broken image: it must not lose the others
                         logger.warning("skipping PDF image %s: %s", name, exc)
                         continue
                     if image_bytes is None:
