@@ -436,7 +436,8 @@ def _enter_child(limits: Limits, parent: int) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         # GNU OpenMP's pool is dead after fork if the parent ever used it: the first parallel
-        # torch op would hang. One thread never touches the pool (tested: test_isolation).
+        # torch op would hang. One thread never touches the pool (tested:
+        # tests/decoding/test_isolation.py, test_children_survive_a_parent_that_used_torch_openmp).
         torch.set_num_threads(1)
     _die_with_parent(parent)
     inherited = _vm_size()

@@ -276,8 +276,8 @@ def _place_pdf_images(elements: list[Element], found: list[ImageData]) -> list[E
 # unstructured's fast strategy reads a PDF page by page (pdfminer); only the element hierarchy
 # (parent_id) spans pages. So page ranges parsed apart, numbered from their first page and put
 # back in order with the hierarchy linked over the whole document, give exactly the elements of
-# one pass (tested: tests/decoding/test_partitioning.py and test_isolation.py), in about 1/n of
-# the time on n cores.
+# one pass (tested: tests/decoding/test_partitioning.py and tests/decoding/test_isolation.py), in
+# about 1/n of the time on n cores.
 
 MIN_PAGES_PER_PART = 16  # below this a range's fork and sub-document cost more than they save
 SPLIT_MIN_BYTES = 16 * 1024  # smaller PDFs (a page or a few) are parsed whole without asking
