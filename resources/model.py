@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Protocol, TypedDict
 from urllib.parse import quote
 
 from resources.records import Failure, Generation
@@ -123,17 +123,36 @@ class Term:
         """(s, p, o) of a quoted triple term."""
         if not self.is_triple:
             raise ValueError("not a quoted triple")
-        d = json.loads(self.value)
+        d: _QuotedTripleJSON = json.loads(self.value)
         return _json_term(d["s"]).value, _json_term(d["p"]).value, _json_term(d["o"])
 
 
-def _term_json(t: Term) -> dict:
+class _TermJSON(TypedDict, total=False):
+    """A term as trustgraph's serialize_triple lays it out: type i (iri; read from id too), l (value,
+    datatype, language) or t (triple: the quoted triple's JSON)."""
+
+    type: str
+    iri: str
+    id: str
+    value: str
+    datatype: str
+    language: str
+    triple: str
+
+
+class _QuotedTripleJSON(TypedDict):
+    s: _TermJSON
+    p: _TermJSON
+    o: _TermJSON
+
+
+def _term_json(t: Term) -> _TermJSON:
     # The dict layout of trustgraph's serialize_triple (type i/l/t).
     if t.is_triple:
         return {"type": "t", "triple": t.value}
     if t.is_iri:
         return {"type": "i", "iri": t.value}
-    d: dict = {"type": "l", "value": t.value}
+    d: _TermJSON = {"type": "l", "value": t.value}
     if t.datatype:
         d["datatype"] = t.datatype
     if t.language:
@@ -141,7 +160,7 @@ def _term_json(t: Term) -> dict:
     return d
 
 
-def _json_term(d: dict) -> Term:
+def _json_term(d: _TermJSON) -> Term:
     kind = d.get("type")
     if kind == "t":
         return Term(d["triple"], is_triple=True)
@@ -333,6 +352,6 @@ class StoreSettings:
     bucket: str = "library"
     cassandra_hosts: list[str] = field(default_factory=list)
     cassandra_port: int = 9042
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)  # backend-specific settings (part of the shared librarian's key)
     # The triple-store collection the librarian's provenance triples live in (remove_document cleans it).
     collection: str = DEFAULT_COLLECTION

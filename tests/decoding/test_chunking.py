@@ -1,3 +1,4 @@
+import itertools
 import random
 import re
 import string
@@ -27,7 +28,9 @@ def _word(rng: random.Random) -> str:
 
 
 def _table(rng: random.Random, rows: int, cells: int) -> str:
-    cell = lambda: " ".join(_word(rng) for _ in range(rng.randint(1, 3)))  # noqa: E731
+    def cell() -> str:
+        return " ".join(_word(rng) for _ in range(rng.randint(1, 3)))
+
     body = "".join("<tr>" + "".join(f"<td>{cell()}</td>" for _ in range(cells)) + "</tr>" for _ in range(rows))
     return f"<table>{body}</table>"
 
@@ -55,7 +58,7 @@ def _check(text: str, chunks: list[Chunk], size: int, overlap: int) -> None:
         assert c.length == len(c.text) and 0 < c.length <= size
         assert c.text == c.text.strip()
         covered[c.offset : c.offset + c.length] = b"\x01" * c.length
-    for previous, following in zip(chunks, chunks[1:]):
+    for previous, following in itertools.pairwise(chunks):
         assert previous.offset < following.offset
         assert previous.offset + previous.length < following.offset + following.length
         assert previous.offset + previous.length - following.offset <= overlap
@@ -89,7 +92,7 @@ def test_consecutive_chunks_overlap_when_pieces_fit_in_the_overlap():
     _check(text, chunks, 100, 20)
     # Pieces are " word" (at most 9 characters): popping stops as soon as at most 20 are left,
     # so more than 11 remain, less the stripped leading space.
-    overlaps = [a.offset + a.length - b.offset for a, b in zip(chunks, chunks[1:])]
+    overlaps = [a.offset + a.length - b.offset for a, b in itertools.pairwise(chunks)]
     assert len(chunks) > 10 and all(11 <= o <= 20 for o in overlaps)
 
 
@@ -173,7 +176,10 @@ def test_a_table_that_fits_is_never_cut():
 
 def test_an_oversize_table_is_split_at_row_boundaries():
     rng = random.Random(3)
-    cells = lambda: "".join(f"<td>{rng.randint(0, 10**6)} {_word(rng)[:10]}</td>" for _ in range(3))  # noqa: E731
+
+    def cells() -> str:
+        return "".join(f"<td>{rng.randint(0, 10**6)} {_word(rng)[:10]}</td>" for _ in range(3))
+
     rows = [f"<tr>{cells()}</tr>" for _ in range(12)]
     table = "<table>" + "".join(rows) + "</table>"
     text = "Before the table.\n\n" + table + "\n\nAfter the table."
@@ -233,7 +239,10 @@ def test_chunk_triples_link_the_chunk_to_its_section_with_typed_numbers():
     agent = ids.agent_iri("chunker")
     assert all(t.g == p.GRAPH_SOURCE for t in triples)
     facts = {(t.s, t.p, t.o, t.o_type, t.datatype) for t in triples}
-    integer = lambda s, pred, v: (s, pred, str(v), "literal", p.XSD_INTEGER)  # noqa: E731
+
+    def integer(s: str, pred: str, v: int) -> tuple[str, str, str, str, str]:
+        return s, pred, str(v), "literal", p.XSD_INTEGER
+
     expected = {
         (cid, p.RDF_TYPE, p.PROV_ENTITY, "iri", ""),
         (cid, p.RDF_TYPE, p.TG_CHUNK_TYPE, "iri", ""),

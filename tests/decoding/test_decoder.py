@@ -3,13 +3,14 @@
 import json
 import subprocess
 import sys
+from dataclasses import fields
 
 import pytest
 
 from tests import docgen
 from ud_assets.decoding import detect
-from ud_assets.decoding.decoder import decode, result_to_json
-from ud_assets.decoding.model import ConfigError, DecodeError, DecoderConfig
+from ud_assets.decoding.decoder import decode, element_from_json, element_to_json, result_to_json
+from ud_assets.decoding.model import ConfigError, DecodeError, DecoderConfig, Element, ImageData
 from ud_assets.decoding.provenance import GRAPH_SOURCE, TG_IMAGE_TYPE, XSD_INTEGER
 
 FORMATS = {
@@ -181,6 +182,20 @@ def test_json_shape(decoded):
     assert set(out["sections"][0]) >= {"id", "type", "label", "parent", "page_number", "char_offset", "char_length",
                                        "text", "element_types", "table_count", "image_count", "elements"}
     json.dumps(out)
+
+
+@pytest.mark.parametrize("name", ["pdf", "docx", "pptx", "epub", "eml"])
+def test_elements_round_trip_through_their_stored_json(decoded, name):
+    elements = decoded(name).elements
+    stored = [element_to_json(element) for element in elements]
+    assert [element_from_json(json.loads(json.dumps(e))) for e in stored] == elements
+
+
+def test_the_stored_json_of_an_element_has_every_field():
+    # A field added to Element or ImageData must be added to their JSON forms too.
+    stored = element_to_json(Element("e1", "Image", "", image=ImageData(b"\x89PNG", "image/png")))
+    assert list(stored) == [f.name for f in fields(Element)]
+    assert stored["image"] is not None and list(stored["image"]) == [f.name for f in fields(ImageData)]
 
 
 @pytest.mark.parametrize("data, filename, cause", [

@@ -32,7 +32,7 @@ def test_declared_kind_wins_unless_generic():
         (codecs.BOM_UTF16_LE + "naïve,café\n".encode("utf-16-le"), "utf-16-le"),
         ("naïve,café\n".encode("utf-16-le"), "utf-16-le"),
         ("naïve “café” résumé".encode("cp1252"), "cp1252"),
-        ("naïve".encode("utf-8"), "utf-8"),
+        ("naïve".encode(), "utf-8"),
     ],
 )
 def test_decode_text_in_common_encodings(raw, encoding):

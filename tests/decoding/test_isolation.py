@@ -112,12 +112,12 @@ def test_a_crashing_child_is_reported(request_bytes, expected):
 
 def test_errors_come_back_as_the_same_exception():
     with IsolatedPartitioner(Limits(timeout_s=60), target=crashes_on_request, warm=False) as partitioner:
-        with pytest.raises(ConfigError, match="^strategy hi_res needs local layout-model weights$"):
+        with pytest.raises(ConfigError, match=r"^strategy hi_res needs local layout-model weights$"):
             partitioner.partition(b"config", detect.PLAIN, CONFIG)
         # check_input runs in the child: its message is the one it gives in-process.
-        with pytest.raises(DecodeError, match="^declared as PDF but the bytes are application/octet-stream$"):
+        with pytest.raises(DecodeError, match=r"^declared as PDF but the bytes are application/octet-stream$"):
             partitioner.partition(docgen.random_bytes(), detect.PDF, CONFIG)
-        with pytest.raises(DecodeError, match="^empty document"):
+        with pytest.raises(DecodeError, match=r"^empty document"):
             partitioner.partition(b"", detect.PLAIN, CONFIG)
 
 
@@ -128,7 +128,7 @@ def test_isolation_can_be_disabled(monkeypatch):
     assert not partitioner.isolate
     parted, stats = partitioner.partition(b"in process", detect.PLAIN, CONFIG)
     assert parted.elements[0].text == "in process" and stats["isolated"] is False
-    with pytest.raises(DecodeError, match="^declared as PDF but the bytes are"):  # checks still apply
+    with pytest.raises(DecodeError, match=r"^declared as PDF but the bytes are"):  # checks still apply
         partitioner.partition(docgen.random_bytes(), detect.PDF, CONFIG)
     monkeypatch.setenv("UD_DECODE_ISOLATION", "1")
     assert isolation_enabled() and IsolatedPartitioner(target=crashes_on_request, warm=False).isolate
@@ -192,7 +192,7 @@ def test_parser_errors_and_limits_in_a_warm_batch(warm):
         assert str(caught.value) == str(exc)
     else:
         assert warm.partition(truncated, detect.PDF, CONFIG)[0] == expected
-    with pytest.raises(DecodeError, match="^PDF has 2 pages, above the limit of 1"):
+    with pytest.raises(DecodeError, match=r"^PDF has 2 pages, above the limit of 1"):
         IsolatedPartitioner(Limits(max_pages=1), warm=False).partition(docgen.pdf_text(2), detect.PDF, CONFIG)
     assert warm.partition(*GOOD, CONFIG)[0] == partition_bytes(*GOOD, CONFIG)
 

@@ -20,6 +20,7 @@ text, so it is dropped.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -36,7 +37,8 @@ _TABLE = re.compile(r"<table\b.*?</table\s*>", re.IGNORECASE | re.DOTALL)
 
 # Each separator starts the piece after it (LangChain's keep_separator=True); None: between any
 # two characters. The row boundary is an empty match, so a row keeps both its tags.
-_SEPARATORS: tuple[re.Pattern | None, ...] = (
+_Separators = tuple[re.Pattern[str] | None, ...]
+_SEPARATORS: _Separators = (
     re.compile("\n\n"),
     re.compile(r"(?<=</tr>)(?=\s*<tr[\s>])", re.IGNORECASE),
     re.compile("\n"),
@@ -78,13 +80,13 @@ class _Splitter:
         self.text, self.size, self.overlap = text, size, overlap
         self._atomic = _Spans([m.span() for m in _TABLE.finditer(text) if len(m.group()) <= size])
 
-    def split(self, start: int, end: int, separators: tuple) -> list[tuple[int, int]]:
+    def split(self, start: int, end: int, separators: _Separators) -> list[tuple[int, int]]:
         """Chunk spans (unstripped) of text[start:end]: LangChain's _split_text on positions."""
         cuts, rest = self._cuts(start, end, separators)
         bounds = [start, *cuts, end]
         chunks: list[tuple[int, int]] = []
         small: list[tuple[int, int]] = []
-        for piece in zip(bounds, bounds[1:]):
+        for piece in itertools.pairwise(bounds):
             # LangChain's test is strict: a piece of exactly chunk_size is split further.
             if piece[1] - piece[0] < self.size:
                 small.append(piece)
@@ -94,7 +96,7 @@ class _Splitter:
             chunks += self.split(*piece, rest) if rest else [piece]
         return chunks + self._merge(small)
 
-    def _cuts(self, start: int, end: int, separators: tuple) -> tuple[list[int], tuple]:
+    def _cuts(self, start: int, end: int, separators: _Separators) -> tuple[list[int], _Separators]:
         """Cut positions for the first separator occurring in the span, and the finer separators.
         Occurrences inside a table that fits are ignored, so nothing ever cuts it."""
         for i, separator in enumerate(separators):
@@ -111,7 +113,7 @@ class _Splitter:
     def _merge(self, pieces: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """LangChain's _merge_splits: consecutive pieces fill a chunk up to chunk_size; the next
         chunk restarts from the last whole pieces totalling at most chunk_overlap characters."""
-        chunks = []
+        chunks: list[tuple[int, int]] = []
         first = total = 0  # the current chunk is pieces[first:i]
         for i, (start, end) in enumerate(pieces):
             length = end - start

@@ -9,9 +9,11 @@ Two steps, so an orchestrator can store what lies between them:
 from __future__ import annotations
 
 import base64
+import copy
 import time
-from dataclasses import asdict
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TypedDict
 
 from . import detect, ids, provenance
 from .assembly import SEPARATOR, assemble
@@ -19,10 +21,12 @@ from .grouping import Group, page_groups, section_groups
 from .model import (
     COMPONENT,
     COMPONENT_VERSION,
+    Coordinates,
     DecoderConfig,
     DecodeResult,
     DocumentInfo,
     Element,
+    ElementExtra,
     ImageData,
     ImageRecord,
     PlacedElement,
@@ -96,25 +100,36 @@ def build(info: DocumentInfo, config: DecoderConfig, elements: list[Element], no
     return DecodeResult(info, config, elements, sections, images, triples)
 
 
+@dataclass
+class _Draft:
+    """A page or section before ids and offsets are given out."""
+
+    kind: str  # "page" | "section"
+    label: str
+    parent: int | None  # index of the enclosing draft; None: the document
+    page: int | None
+    elements: list[Element]
+    depth: int
+    leaf: bool = True  # False for a page split into sections
+
+
 def build_sections(
     info: DocumentInfo, config: DecoderConfig, elements: list[Element]
 ) -> tuple[list[Section], dict[str, list[Element]]]:
     """Pages or sections with exact offsets, and each one's elements (by section id)."""
     doc = info.id
-    drafts: list[tuple[str, str, str | None, int | None, list[Element], int]] = []  # kind, label, parent key, page, elements, depth
-    containers: dict[int, tuple[str, int]] = {}  # draft index of a split page -> (label, page)
+    drafts: list[_Draft] = []
 
     if info.mime_type in detect.PAGE_BASED:
         noun = PAGE_LABELS.get(info.mime_type, "Page")
         for number, group in page_groups(elements, config):
             if group.children:
-                containers[len(drafts)] = (f"{noun} {number}", number)
-                drafts.append(("page", f"{noun} {number}", None, number, group.elements, 0))
+                drafts.append(_Draft("page", f"{noun} {number}", None, number, group.elements, 0, leaf=False))
                 page_key = len(drafts) - 1
                 for k, child in enumerate(_kept(group.children), start=1):
-                    drafts.append(("section", f"{noun} {number}, section {k}", page_key, number, child.elements, 1))
+                    drafts.append(_Draft("section", f"{noun} {number}, section {k}", page_key, number, child.elements, 1))
             elif _has_content(group):
-                drafts.append(("page", f"{noun} {number}", None, number, group.elements, 0))
+                drafts.append(_Draft("page", f"{noun} {number}", None, number, group.elements, 0))
     else:
         groups = section_groups(elements, config)
         kept = _kept(groups)
@@ -123,43 +138,40 @@ def build_sections(
         for group in kept:
             draft_of[index_of[id(group)]] = len(drafts)
             parent = _nearest_kept_parent(groups, index_of[id(group)], draft_of)
-            drafts.append(("section", "", parent, None, group.elements, group.depth))
-        number = 0
-        for i, draft in enumerate(drafts):
-            number += 1
-            drafts[i] = (draft[0], f"Section {number}", *draft[2:])
+            drafts.append(_Draft("section", "", parent, None, group.elements, group.depth))
+        for number, draft in enumerate(drafts, start=1):
+            draft.label = f"Section {number}"
 
     ordinals = {"page": 0, "section": 0}
     sections: list[Section] = []
     by_id: dict[str, list[Element]] = {}
     position = 0
-    for index, (kind, label, parent_key, page, group_elements, depth) in enumerate(drafts):
-        ordinals[kind] += 1
-        entity = ids.entity_id(doc, info.fingerprint, kind, ordinals[kind])
-        parent = sections[parent_key].id if parent_key is not None else doc
-        leaf = index not in containers
-        assembled = assemble(group_elements)
+    for draft in drafts:
+        ordinals[draft.kind] += 1
+        entity = ids.entity_id(doc, info.fingerprint, draft.kind, ordinals[draft.kind])
+        parent_id = sections[draft.parent].id if draft.parent is not None else doc
+        assembled = assemble(draft.elements)
         section = Section(
             id=entity,
-            type=kind,
-            label=label,
-            parent=parent,
-            page_number=page,
-            char_offset=position if leaf else -1,
+            type=draft.kind,
+            label=draft.label,
+            parent=parent_id,
+            page_number=draft.page,
+            char_offset=position if draft.leaf else -1,
             char_length=len(assembled.text),
             text=assembled.text,
             element_types=assembled.element_types,
             table_count=assembled.table_count,
             image_count=assembled.image_count,
             elements=assembled.elements,
-            ordinal=ordinals[kind],
-            depth=depth,
-            leaf=leaf,
+            ordinal=ordinals[draft.kind],
+            depth=draft.depth,
+            leaf=draft.leaf,
         )
-        if leaf:
+        if draft.leaf:
             position += len(assembled.text) + len(SEPARATOR)
         sections.append(section)
-        by_id[entity] = group_elements
+        by_id[entity] = draft.elements
     _place_containers(sections)
     return sections, by_id
 
@@ -239,7 +251,7 @@ def image_label(record: ImageRecord) -> str:
 def build_triples(
     info: DocumentInfo, sections: list[Section], images: list[ImageRecord], now: datetime | None = None
 ) -> list[provenance.Triple]:
-    started_at = (now or datetime.now(timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    started_at = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
     doc = ids.document_iri(info.id)
     agent = ids.agent_iri(COMPONENT)
     pages = [s for s in sections if s.type == "page"]
@@ -285,22 +297,139 @@ def _unique(triples: list[provenance.Triple]) -> list[provenance.Triple]:
 # JSON forms -------------------------------------------------------------------------------------
 
 
-def element_to_json(element: Element) -> dict:
-    data = asdict(element)
-    if element.image is not None:
-        data["image"] = {**asdict(element.image), "data": base64.b64encode(element.image.data).decode("ascii")}
-    return data
+class ImageDataJSON(TypedDict):
+    """ImageData as stored with the elements; `data` is base64."""
+
+    data: str
+    mime_type: str
+    width: int | None
+    height: int | None
+    page_number: int | None
+    coordinates: Coordinates | None
+    element_id: str | None
+    name: str
 
 
-def element_from_json(data: dict) -> Element:
-    data = dict(data)
-    image = data.pop("image", None)
-    if image:
-        image = ImageData(**{**image, "data": base64.b64decode(image["data"])})
-    return Element(**data, image=image)
+class ElementJSON(TypedDict):
+    """Element as stored (the `elements` object of a generation); read back by element_from_json."""
+
+    element_id: str
+    category: str
+    text: str
+    page_number: int | None
+    text_as_html: str | None
+    category_depth: int | None
+    parent_id: str | None
+    coordinates: Coordinates | None
+    image: ImageDataJSON | None
+    extra: ElementExtra
 
 
-def result_to_json(result: DecodeResult) -> dict:
+def element_to_json(element: Element) -> ElementJSON:
+    # Every field of Element and ImageData (tests/decoding/test_decoder.py checks), copied as
+    # dataclasses.asdict would, so the JSON never shares a list with the element.
+    image = element.image
+    return {
+        "element_id": element.element_id,
+        "category": element.category,
+        "text": element.text,
+        "page_number": element.page_number,
+        "text_as_html": element.text_as_html,
+        "category_depth": element.category_depth,
+        "parent_id": element.parent_id,
+        "coordinates": copy.deepcopy(element.coordinates),
+        "image": None if image is None else {
+            "data": base64.b64encode(image.data).decode("ascii"),
+            "mime_type": image.mime_type,
+            "width": image.width,
+            "height": image.height,
+            "page_number": image.page_number,
+            "coordinates": copy.deepcopy(image.coordinates),
+            "element_id": image.element_id,
+            "name": image.name,
+        },
+        "extra": copy.deepcopy(element.extra),
+    }
+
+
+def element_from_json(data: ElementJSON) -> Element:
+    image = data["image"]
+    return Element(
+        element_id=data["element_id"],
+        category=data["category"],
+        text=data["text"],
+        page_number=data["page_number"],
+        text_as_html=data["text_as_html"],
+        category_depth=data["category_depth"],
+        parent_id=data["parent_id"],
+        coordinates=data["coordinates"],
+        image=None if not image else ImageData(
+            data=base64.b64decode(image["data"]),
+            mime_type=image["mime_type"],
+            width=image["width"],
+            height=image["height"],
+            page_number=image["page_number"],
+            coordinates=image["coordinates"],
+            element_id=image["element_id"],
+            name=image["name"],
+        ),
+        extra=data["extra"],
+    )
+
+
+class DocumentSummaryJSON(TypedDict):
+    id: str
+    mime_type: str
+    sha256: str
+    unstructured_version: str
+    strategy_used: str
+
+
+class PlacedElementJSON(TypedDict):
+    element_id: str
+    category: str
+    offset: int
+    length: int
+    text: str
+
+
+class SectionJSON(TypedDict):
+    id: str
+    type: str
+    label: str
+    parent: str
+    page_number: int | None
+    char_offset: int
+    char_length: int
+    text: str
+    element_types: list[str]
+    table_count: int
+    image_count: int
+    elements: list[PlacedElementJSON]
+
+
+class ImageRecordJSON(TypedDict):
+    id: str
+    parent: str
+    mime_type: str
+    page_number: int | None
+    width: int | None
+    height: int | None
+    coordinates: Coordinates | None
+    element_id: str | None
+    bytes: int  # the image's size; its bytes are not part of this form
+
+
+class DecodeResultJSON(TypedDict):
+    """The `ud decode --format json` shape."""
+
+    document: DocumentSummaryJSON
+    sections: list[SectionJSON]
+    images: list[ImageRecordJSON]
+    triples: list[provenance.TripleDict]
+
+
+def result_to_json(result: DecodeResult) -> DecodeResultJSON:
     """The `ud decode --format json` shape (images carry a byte count, not their bytes)."""
     info = result.document
     return {
@@ -324,7 +453,11 @@ def result_to_json(result: DecodeResult) -> dict:
                 "element_types": s.element_types,
                 "table_count": s.table_count,
                 "image_count": s.image_count,
-                "elements": [asdict(e) for e in s.elements],
+                "elements": [
+                    {"element_id": e.element_id, "category": e.category, "offset": e.offset, "length": e.length,
+                     "text": e.text}
+                    for e in s.elements
+                ],
             }
             for s in result.sections
         ],

@@ -110,7 +110,7 @@ def detect_mime(data: bytes, filename: str | None = None, declared: str | None =
         return declared
     sniffed = sniff(data) if data else ""
     by_name = from_extension(filename)
-    if by_name and (sniffed in _GENERIC or sniffed.startswith("text/") and by_name in TEXT_KINDS):
+    if by_name and (sniffed in _GENERIC or (sniffed.startswith("text/") and by_name in TEXT_KINDS)):
         return by_name
     if sniffed == "text/plain" and _looks_like_html(data):
         return HTML

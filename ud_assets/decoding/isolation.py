@@ -30,12 +30,14 @@ import struct
 import sys
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Generic, Literal, TypeVar
 
 from . import detect
 from . import limits as limits_module
 from .limits import Limits, MiB
-from .model import ConfigError, DecodeError, DecoderConfig
+from .model import ConfigError, DecodeError, DecoderConfig, PartitionStats
 from .partitioning import (
     SPLIT_MIN_BYTES,
     Partitioned,
@@ -46,7 +48,10 @@ from .partitioning import (
     plan_pdf,
 )
 
-Target = Callable[[bytes, str, DecoderConfig, "str | None"], Partitioned]
+_R = TypeVar("_R")
+# What a child runs: partition_bytes' arguments, and what it returns.
+Target = Callable[[bytes, str, DecoderConfig, str | None], _R]
+_Args = tuple[bytes, str, DecoderConfig, str | None]
 _HEADER = struct.Struct("<Q")  # length prefix: a sibling child holding our pipe must not delay EOF
 _POLL_S = 0.05
 _EXIT_MEMORY = 75  # the child ran out of memory before it could report
@@ -60,7 +65,7 @@ def isolation_available() -> bool:
     return hasattr(os, "fork") and os.path.isdir("/proc/self")
 
 
-def isolation_enabled(environ: dict | None = None) -> bool:
+def isolation_enabled(environ: Mapping[str, str] | None = None) -> bool:
     env = os.environ if environ is None else environ
     return env.get("UD_DECODE_ISOLATION", "1").strip().lower() not in ("0", "false", "no", "off")
 
@@ -146,7 +151,7 @@ class IsolatedPartitioner:
     `isolate=False`, or UD_DECODE_ISOLATION=0, or no fork, runs it in-process, checks included.
     """
 
-    def __init__(self, limits: Limits | None = None, *, target: Target = partition_bytes,
+    def __init__(self, limits: Limits | None = None, *, target: Target[Partitioned] = partition_bytes,
                  warm: bool = True, isolate: bool | None = None):
         self.limits = limits or Limits.from_env()
         self.target = target
@@ -154,11 +159,11 @@ class IsolatedPartitioner:
         self.isolate = (isolation_enabled() if isolate is None else isolate) and isolation_available()
         self.warm_up_s = 0.0  # seconds this partitioner's calls spent warming the process
 
-    def __enter__(self) -> "IsolatedPartitioner":
+    def __enter__(self) -> IsolatedPartitioner:
         self.start()
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         reap_children(block=True)  # every child has replied or been killed: this waits milliseconds
 
     def start(self, mime: str | None = None) -> None:
@@ -167,7 +172,7 @@ class IsolatedPartitioner:
             self.warm_up_s += warm_up(mime)
 
     def partition(self, data: bytes, mime: str, config: DecoderConfig,
-                  filename: str | None = None) -> tuple[Partitioned, dict]:
+                  filename: str | None = None) -> tuple[Partitioned, PartitionStats]:
         """The document's Partitioned result and stats (wall_s, fork_overhead_ms, child_peak_rss_mb...).
 
         Raises DecodeError/ConfigError as partition_bytes does, and DecodeError when a limit is hit;
@@ -179,13 +184,13 @@ class IsolatedPartitioner:
             parted = self.target(data, mime, config, filename)
             return parted, {"isolated": False, "wall_s": time.perf_counter() - started}
         self.start(mime)
-        args = (data, mime, config, filename)
+        args: _Args = (data, mime, config, filename)
         if (self.target is partition_bytes and mime == detect.PDF and self.limits.workers > 1
                 and len(data) >= SPLIT_MIN_BYTES):
             return self._partition_pdf(args)
         return _run_in_child(self.target, self.limits, args)
 
-    def _partition_pdf(self, args: tuple) -> tuple[Partitioned, dict]:
+    def _partition_pdf(self, args: _Args) -> tuple[Partitioned, PartitionStats]:
         """A large PDF as page ranges parsed in concurrent children (one per worker), then merged.
 
         A first child reads the strategy and the page count (the parent never opens untrusted
@@ -203,7 +208,7 @@ class IsolatedPartitioner:
                                    self.limits, args) for pages in ranges]
             results = [future.result() for future in futures]  # the first failure is the document's
         merged = merge_pdf_parts([part for part, _ in results], plan)
-        all_stats = [plan_stats] + [stats for _, stats in results]
+        all_stats = [plan_stats, *(stats for _, stats in results)]
         wall = time.perf_counter() - started
         return merged, {
             "isolated": True,
@@ -231,7 +236,29 @@ def default_partitioner() -> IsolatedPartitioner:
         return _default
 
 
-def _run_in_child(target: Target, limits: Limits, args: tuple) -> tuple[Partitioned, dict]:
+@dataclass
+class _Done(Generic[_R]):
+    value: _R  # what the target returned
+
+
+@dataclass
+class _Failed:
+    kind: Literal["memory", "config", "error"]
+    message: str = ""  # the error's, for config and error
+
+
+@dataclass
+class _Reply(Generic[_R]):
+    """What a child sends back through its pipe (pickled): its outcome and what the work cost."""
+
+    outcome: _Done[_R] | _Failed
+    begun_at: float = 0.0  # perf_counter when the child began
+    work_s: float = 0.0
+    private_mb: float | None = None
+    peak_rss_kib: int = 0
+
+
+def _run_in_child(target: Target[_R], limits: Limits, args: _Args) -> tuple[_R, PartitionStats]:
     reap_children()
     read_end, write_end = os.pipe()
     for stream in (sys.stdout, sys.stderr):  # else the child would print their pending text again
@@ -252,7 +279,7 @@ def _run_in_child(target: Target, limits: Limits, args: tuple) -> tuple[Partitio
         raise
     finally:
         os.close(read_end)
-    reply = _decode(message)
+    reply: _Reply[_R] | None = _decode(message)
     status = 0
     if reply is None:  # timed out, or died without replying: its exit status tells why
         if timed_out:
@@ -262,29 +289,33 @@ def _run_in_child(target: Target, limits: Limits, args: tuple) -> tuple[Partitio
         # The child is exiting; tearing down its copy of the warm address space takes tens of
         # milliseconds, so it is reaped later (next call, or on leaving the context).
         _unreaped.add(pid)
-        peak_kib = reply["peak_rss_kib"]
+        peak_kib = reply.peak_rss_kib
     wall = time.perf_counter() - started
-    stats = {
+    stats: PartitionStats = {
         "isolated": True,
         "wall_s": wall,
         "child_peak_rss_mb": peak_kib / 1024 if peak_kib else None,  # includes pages shared with the parent
-        "child_private_mb": reply["private_mb"] if reply else None,  # what this document cost
-        "work_s": reply["work_s"] if reply else None,
-        "fork_overhead_ms": (wall - reply["work_s"]) * 1000 if reply else None,
-        "spawn_ms": (reply["begun_at"] - started) * 1000 if reply else None,  # fork until the child runs
+        "child_private_mb": reply.private_mb if reply else None,  # what this document cost
+        "work_s": reply.work_s if reply else None,
+        "fork_overhead_ms": (wall - reply.work_s) * 1000 if reply else None,
+        "spawn_ms": (reply.begun_at - started) * 1000 if reply else None,  # fork until the child runs
     }
-    if reply and reply["status"] == "ok":
-        return reply["value"], stats
-    error = _failure(reply, status, timed_out, limits)
+    outcome = reply.outcome if reply is not None else None
+    if isinstance(outcome, _Done):
+        return outcome.value, stats
+    error = _failure(outcome, status, timed_out, limits)
     error.stats = stats
     raise error
 
 
-def _decode(message: bytes) -> dict | None:
-    try:
-        return pickle.loads(message) if message else None
-    except Exception:  # noqa: BLE001 - a garbled reply is a crash: the exit status tells more
+def _decode(message: bytes) -> _Reply[_R] | None:
+    if not message:
         return None
+    try:
+        reply: _Reply[_R] = pickle.loads(message)  # our own child's _Reply
+    except Exception:  # noqa: BLE001 - unpickling garbage may raise anything: a garbled reply is a crash, the exit status tells more
+        return None
+    return reply
 
 
 def _wait(pid: int) -> tuple[int, int | None]:
@@ -344,14 +375,14 @@ def _exited(pid: int) -> bool:
         return True
 
 
-def _failure(reply: dict | None, status: int, timed_out: bool, limits: Limits) -> Exception:
+def _failure(failed: _Failed | None, status: int, timed_out: bool, limits: Limits) -> DecodeError | ConfigError:
     if timed_out:
         return DecodeError(f"timed out after {limits.timeout_s:g} s (UD_DECODE_TIMEOUT_S)")
     memory = f"exceeded the memory limit of {limits.memory_mb} MB (UD_DECODE_MEMORY_MB)"
-    if reply is not None:
-        if reply["status"] == "memory":
+    if failed is not None:
+        if failed.kind == "memory":
             return DecodeError(memory)
-        return (ConfigError if reply["status"] == "config" else DecodeError)(reply["message"])
+        return (ConfigError if failed.kind == "config" else DecodeError)(failed.message)
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         if number == signal.SIGKILL:  # not ours: the kernel's OOM killer
@@ -370,16 +401,16 @@ def _cpu_limit(limits: Limits) -> int:
     return math.ceil(limits.timeout_s) * (os.cpu_count() or 1) + 10
 
 
-def _child(fd: int, target: Target, limits: Limits, args: tuple, parent: int) -> None:
+def _child(fd: int, target: Target[_R], limits: Limits, args: _Args, parent: int) -> None:
     code = 0
     try:
         begun = time.perf_counter()
         _enter_child(limits, parent)
-        reply = _child_work(target, limits, args)
-        reply["begun_at"] = begun  # perf_counter is CLOCK_MONOTONIC: comparable across fork
-        reply["work_s"] = time.perf_counter() - begun
-        reply["private_mb"] = _private_mb()
-        reply["peak_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        reply = _Reply(_child_work(target, limits, args))
+        reply.begun_at = begun  # perf_counter is CLOCK_MONOTONIC: comparable across fork
+        reply.work_s = time.perf_counter() - begun
+        reply.private_mb = _private_mb()
+        reply.peak_rss_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         payload = _encode(reply)
         _write_all(fd, _HEADER.pack(len(payload)) + payload)
     except MemoryError:
@@ -405,7 +436,8 @@ def _enter_child(limits: Limits, parent: int) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         # GNU OpenMP's pool is dead after fork if the parent ever used it: the first parallel
-        # torch op would hang. One thread never touches the pool (tested: test_isolation).
+        # torch op would hang. One thread never touches the pool (tested:
+        # tests/decoding/test_isolation.py, test_children_survive_a_parent_that_used_torch_openmp).
         torch.set_num_threads(1)
     _die_with_parent(parent)
     inherited = _vm_size()
@@ -416,29 +448,29 @@ def _enter_child(limits: Limits, parent: int) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
 
 
-def _child_work(target: Target, limits: Limits, args: tuple) -> dict:
+def _child_work(target: Target[_R], limits: Limits, args: _Args) -> _Done[_R] | _Failed:
     data, mime, config, filename = args
     try:
         limits_module.check_input(data, mime, limits)
-        return {"status": "ok", "value": target(data, mime, config, filename)}
+        return _Done(target(data, mime, config, filename))
     except MemoryError:
-        return {"status": "memory"}
+        return _Failed("memory")
     except ConfigError as exc:
-        return {"status": "config", "message": str(exc)}
+        return _Failed("config", str(exc))
     except DecodeError as exc:
         if isinstance(exc.__cause__, MemoryError):  # partition_bytes wraps every parser failure
-            return {"status": "memory"}
-        return {"status": "error", "message": str(exc)}
+            return _Failed("memory")
+        return _Failed("error", str(exc))
     except Exception as exc:  # noqa: BLE001 - an injected target's failure, described as partition_bytes would
-        return {"status": "error", "message": f"{mime} could not be parsed: {type(exc).__name__}: {exc}"[:300]}
+        return _Failed("error", f"{mime} could not be parsed: {type(exc).__name__}: {exc}"[:300])
 
 
-def _encode(reply: dict) -> bytes:
+def _encode(reply: _Reply[_R]) -> bytes:
     try:
         return pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL)
     except (pickle.PicklingError, TypeError, AttributeError) as exc:  # this document's error
         message = f"decoder result could not be sent: {type(exc).__name__}: {exc}"
-        return pickle.dumps({**reply, "status": "error", "value": None, "message": message})
+        return pickle.dumps(replace(reply, outcome=_Failed("error", message)))
 
 
 def _write_all(fd: int, payload: bytes) -> None:

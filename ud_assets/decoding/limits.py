@@ -12,7 +12,9 @@ import io
 import os
 import re
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 from . import detect
 from .model import ConfigError, DecodeError
@@ -40,6 +42,8 @@ OOXML_PARTS = {detect.DOCX: "word/", detect.XLSX: "xl/", detect.PPTX: "ppt/"}
 _ZIP_SUFFIXES = (".zip", ".docx", ".xlsx", ".pptx", ".odt", ".ods", ".odp", ".epub", ".jar")
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
+_Number = TypeVar("_Number", int, float)
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -50,7 +54,7 @@ class Limits:
     workers: int = 2  # parses at once: documents of a batch, page ranges of one large PDF
 
     @classmethod
-    def from_env(cls, environ: dict | None = None) -> "Limits":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:
         env = os.environ if environ is None else environ
         default = cls()
         return cls(
@@ -67,7 +71,7 @@ class Limits:
         return self.memory_mb * MiB
 
 
-def _positive(env, name: str, default, kind):
+def _positive(env: Mapping[str, str], name: str, default: _Number, kind: type[_Number]) -> _Number:
     raw = env.get(name)
     if raw is None or not str(raw).strip():
         return default
@@ -219,7 +223,7 @@ def _ole_encrypted_package(data: bytes) -> bool:
 
     try:
         with olefile.OleFileIO(io.BytesIO(data)) as ole:
-            return ole.exists("EncryptedPackage")
+            return bool(ole.exists("EncryptedPackage"))  # olefile is untyped
     except OSError:
         return False
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Required, TypedDict
+
+from .provenance import Triple
 
 STRATEGIES = ("auto", "fast", "hi_res", "ocr_only")
 SECTION_STRATEGIES = ("whole-document", "heading", "element-type", "count", "size")
@@ -15,12 +17,43 @@ COMPONENT = "universal-decoder"
 COMPONENT_VERSION = "1.0.0"
 
 
+class PartitionStats(TypedDict, total=False):
+    """What one parse cost (isolation.IsolatedPartitioner.partition): `isolated` and `wall_s`
+    always, the rest when it ran in a child."""
+
+    isolated: Required[bool]
+    wall_s: Required[float]
+    work_s: float | None  # in the child, from fork to reply
+    fork_overhead_ms: float | None
+    spawn_ms: float | None  # fork until the child runs
+    child_peak_rss_mb: float | None  # includes pages shared with the parent
+    child_private_mb: float | None  # what this document cost
+    parts: int  # a PDF parsed as page ranges side by side
+    parts_work_s: float
+
+
 class DecodeError(Exception):
     """A document could not be decoded; the message is short and names the cause."""
+
+    # The cost of the isolated parse that failed; None when the error was raised in-process.
+    stats: PartitionStats | None = None
 
 
 class ConfigError(ValueError):
     """A decoder option is invalid."""
+
+    stats: PartitionStats | None = None  # as DecodeError.stats
+
+
+class DecoderConfigDict(TypedDict):
+    """DecoderConfig as JSON (fingerprinted, stored with each generation)."""
+
+    strategy: str
+    languages: list[str]
+    section_strategy: str
+    section_element_count: int
+    section_max_size: int
+    section_within_pages: bool
 
 
 @dataclass(frozen=True)
@@ -58,14 +91,43 @@ class DecoderConfig:
                 raise ConfigError(f"invalid OCR language code {lang!r}")
 
     @classmethod
-    def from_options(cls, options: Any) -> "DecoderConfig":
+    def from_options(cls, options: object) -> DecoderConfig:
         """From anything carrying the options as attributes of the same names (CLI arguments, run config)."""
         return cls(**{f.name: getattr(options, f.name) for f in fields(cls)})
 
-    def as_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["languages"] = list(self.languages)
-        return data
+    def as_dict(self) -> DecoderConfigDict:
+        # Every field: the fingerprint is a function of this (tests/decoding/test_ids.py checks).
+        return {
+            "strategy": self.strategy,
+            "languages": list(self.languages),
+            "section_strategy": self.section_strategy,
+            "section_element_count": self.section_element_count,
+            "section_max_size": self.section_max_size,
+            "section_within_pages": self.section_within_pages,
+        }
+
+
+class Coordinates(TypedDict):
+    """Where an element or image sits on its page, as unstructured's CoordinatesMetadata.to_dict().
+
+    `points`: the box's corners as [x, y] (top-left, bottom-left, bottom-right, top-right); in
+    "PixelSpace", PDF points from the top-left corner of a layout_width x layout_height page."""
+
+    points: list[list[float]]
+    system: str | None
+    layout_width: float | None
+    layout_height: float | None
+
+
+class ElementExtra(TypedDict, total=False):
+    """What an Element keeps beyond its own fields: some of unstructured's metadata (when set)
+    and, for an e-mail, the attachment it was decoded from."""
+
+    page_name: str  # an XLSX sheet's name
+    link_urls: list[str]
+    emphasized_text_contents: list[str]
+    image_url: str  # never a data: URI (its bytes are ImageData)
+    attachment: str  # the e-mail attachment the element was decoded from
 
 
 @dataclass
@@ -77,8 +139,7 @@ class ImageData:
     width: int | None = None
     height: int | None = None
     page_number: int | None = None
-    # {"points": [[x, y], ...], "system": "PixelSpace", "layout_width": w, "layout_height": h}
-    coordinates: dict | None = None
+    coordinates: Coordinates | None = None
     element_id: str | None = None
     name: str = ""  # where it came from inside the container, e.g. word/media/image1.png
 
@@ -94,9 +155,9 @@ class Element:
     text_as_html: str | None = None
     category_depth: int | None = None
     parent_id: str | None = None
-    coordinates: dict | None = None
+    coordinates: Coordinates | None = None
     image: ImageData | None = None
-    extra: dict = field(default_factory=dict)
+    extra: ElementExtra = field(default_factory=ElementExtra)
 
     @property
     def is_image(self) -> bool:
@@ -155,7 +216,7 @@ class ImageRecord:
     page_number: int | None
     width: int | None
     height: int | None
-    coordinates: dict | None
+    coordinates: Coordinates | None
     element_id: str | None
     data: bytes
     sha256: str
@@ -184,7 +245,7 @@ class DecodeResult:
     elements: list[Element]
     sections: list[Section]
     images: list[ImageRecord]
-    triples: list  # list[ud_assets.decoding.provenance.Triple]
+    triples: list[Triple]
     timings: dict[str, float] = field(default_factory=dict)
 
     @property

@@ -8,18 +8,38 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, TypedDict, cast
 
 from . import detect
-from .model import ConfigError, DecodeError, DecoderConfig, Element, ImageData
+from .model import ConfigError, DecodeError, DecoderConfig, Element, ElementExtra, ImageData
+
+if TYPE_CHECKING:
+    from unstructured.documents.elements import Element as UnstructuredElement
 
 log = logging.getLogger(__name__)
 
 # The setting that points unstructured-inference at local layout-model weights.
 LOCAL_WEIGHTS_SETTING = "UNSTRUCTURED_DEFAULT_MODEL_INITIALIZE_PARAMS_JSON_PATH"
 _DEFAULT_LAYOUT_REPO = ("unstructured-io/yolo_x_layout", "yolox_l0.05.onnx")
+
+
+class PartitionKwargs(TypedDict, total=False):
+    """The keyword arguments of unstructured's partition() the decoder passes (besides `file`)."""
+
+    content_type: str
+    metadata_filename: str
+    strategy: str
+    languages: list[str]
+    starting_page_number: int
+    encoding: str
+    extract_image_block_types: list[str]
+    extract_image_block_to_payload: bool
+    skip_infer_table_types: list[str]
+    infer_table_structure: bool
 
 
 @dataclass
@@ -45,7 +65,7 @@ def layout_weights_available() -> bool:
 
         cached = try_to_load_from_cache(*_DEFAULT_LAYOUT_REPO)
         return isinstance(cached, str) and os.path.isfile(cached)
-    except Exception:  # noqa: BLE001 - no cache at all means no weights
+    except (ImportError, ValueError, OSError):  # no huggingface_hub, or no usable cache: no weights
         return False
 
 
@@ -116,7 +136,7 @@ def partition_bytes(
         return _partition_bytes(data, mime, config, filename)
     except (DecodeError, ConfigError):
         raise
-    except Exception as exc:  # noqa: BLE001 - any parser failure is this document's error
+    except Exception as exc:  # any parser failure is this document's error
         raise DecodeError(_describe_failure(exc, mime)) from exc
 
 
@@ -146,7 +166,7 @@ def _partition(data: bytes, mime: str, config: DecoderConfig, strategy: str, fil
     if mime in (detect.DOCX, detect.ODT, detect.PPTX):  # ODT goes through unstructured's DOCX partitioner
         images.install_picture_partitioners()
     suffix = detect.SUFFIXES.get(mime, os.path.splitext(filename or "")[1] or ".bin")
-    kwargs: dict = {
+    kwargs: PartitionKwargs = {
         "content_type": mime,
         "metadata_filename": f"document{suffix}",
         "strategy": strategy,
@@ -178,40 +198,38 @@ def _describe_failure(exc: Exception, mime: str) -> str:
     return f"{mime} could not be parsed: {type(exc).__name__}: {message[:200]}"
 
 
-def to_element(el) -> Element:
+def to_element(el: UnstructuredElement) -> Element:
     """An unstructured element as plain, JSON-serialisable data."""
     from . import images
+    from .images.elements import coordinates_of
 
     meta = el.metadata
-    coordinates = meta.coordinates.to_dict() if getattr(meta, "coordinates", None) else None
-    if coordinates:
-        coordinates = _plain_coordinates(coordinates)
+    coordinates = None
+    if meta.coordinates is not None:
+        coordinates = coordinates_of(meta.coordinates)
+        coordinates["points"] = [[float(x), float(y)] for x, y in coordinates["points"]]
     image = images.image_from_element(el) if el.category == "Image" else None
-    extra = {}
-    for key in ("page_name", "link_urls", "emphasized_text_contents", "image_url"):
-        value = getattr(meta, key, None)
-        if value and not (key == "image_url" and str(value).startswith("data:")):
-            extra[key] = value
+    extra: ElementExtra = {}
+    if meta.page_name:
+        extra["page_name"] = meta.page_name
+    if meta.link_urls:
+        extra["link_urls"] = meta.link_urls
+    if meta.emphasized_text_contents:
+        extra["emphasized_text_contents"] = meta.emphasized_text_contents
+    if meta.image_url and not meta.image_url.startswith("data:"):  # a data: URI's bytes are the ImageData
+        extra["image_url"] = meta.image_url
     return Element(
         element_id=str(el.id),
         category=el.category,
         text=el.text or "",
         page_number=meta.page_number,
-        text_as_html=getattr(meta, "text_as_html", None),
-        category_depth=getattr(meta, "category_depth", None),
-        parent_id=getattr(meta, "parent_id", None),
+        text_as_html=meta.text_as_html,
+        category_depth=meta.category_depth,
+        parent_id=meta.parent_id,
         coordinates=coordinates,
         image=image,
         extra=extra,
     )
-
-
-def _plain_coordinates(coordinates: dict) -> dict:
-    out = dict(coordinates)
-    out["points"] = [[float(x), float(y)] for x, y in coordinates.get("points") or ()]
-    system = out.get("system")
-    out["system"] = system if isinstance(system, str) or system is None else type(system).__name__
-    return out
 
 
 def image_element(image: ImageData, ordinal_hint: str) -> Element:
@@ -231,7 +249,7 @@ def image_element(image: ImageData, ordinal_hint: str) -> Element:
 
 
 def _top(element: Element) -> float:
-    points = (element.coordinates or {}).get("points") or []
+    points = (element.coordinates.get("points") if element.coordinates else None) or []
     return min((p[1] for p in points), default=float("inf"))
 
 
@@ -258,8 +276,8 @@ def _place_pdf_images(elements: list[Element], found: list[ImageData]) -> list[E
 # unstructured's fast strategy reads a PDF page by page (pdfminer); only the element hierarchy
 # (parent_id) spans pages. So page ranges parsed apart, numbered from their first page and put
 # back in order with the hierarchy linked over the whole document, give exactly the elements of
-# one pass (tested: tests/decoding/test_partitioning.py and test_isolation.py), in about 1/n of
-# the time on n cores.
+# one pass (tested: tests/decoding/test_partitioning.py and tests/decoding/test_isolation.py), in
+# about 1/n of the time on n cores.
 
 MIN_PAGES_PER_PART = 16  # below this a range's fork and sub-document cost more than they save
 SPLIT_MIN_BYTES = 16 * 1024  # smaller PDFs (a page or a few) are parsed whole without asking
@@ -286,7 +304,7 @@ def plan_pdf(data: bytes, mime: str, config: DecoderConfig, filename: str | None
     notes = strategy_notes(config, strategy)
     try:
         pdf = pdfium.PdfDocument(data)
-    except Exception:  # noqa: BLE001 - the whole parse reports the cause
+    except pdfium.PdfiumError:  # not loadable: the whole parse reports the cause
         return PdfPlan(strategy, notes, 0)
     try:
         return PdfPlan(strategy, notes, len(pdf))
@@ -305,7 +323,7 @@ def pdf_page_ranges(plan: PdfPlan, config: DecoderConfig, workers: int) -> list[
     if parts < 2:
         return []
     bounds = [round(i * plan.pages / parts) for i in range(parts + 1)]
-    return [range(start, end) for start, end in zip(bounds, bounds[1:])]
+    return [range(start, end) for start, end in itertools.pairwise(bounds)]
 
 
 def partition_pdf_pages(data: bytes, mime: str, config: DecoderConfig, filename: str | None = None, *,
@@ -319,7 +337,7 @@ def partition_pdf_pages(data: bytes, mime: str, config: DecoderConfig, filename:
         return PdfPart(elements, images.pdf_images(data, pages))
     except (DecodeError, ConfigError):
         raise
-    except Exception as exc:  # noqa: BLE001 - any parser failure is this document's error
+    except Exception as exc:  # any parser failure is this document's error
         raise DecodeError(_describe_failure(exc, mime)) from exc
 
 
@@ -354,7 +372,9 @@ def _link_hierarchy(elements: list[Element]) -> None:
     views = [SimpleNamespace(id=e.element_id, category=e.category,
                              metadata=SimpleNamespace(parent_id=None, category_depth=e.category_depth))
              for e in elements]
-    set_element_hierarchy(views)
+    # Stand-ins with just what the rule reads (id, category, metadata.parent_id/category_depth):
+    # real elements would cost several times more on a long PDF.
+    set_element_hierarchy(cast("list[UnstructuredElement]", views))
     for element, view in zip(elements, views):
         element.parent_id = view.metadata.parent_id
 
@@ -369,7 +389,7 @@ def _fill_epub_images(elements: list[Element], data: bytes) -> list[Element]:
             url = element.extra.get("image_url") or ""
             match = images.epub_image_for_url(found, url) if url else None
             if match is not None:
-                element.image = ImageData(**{**match.__dict__, "element_id": element.element_id})
+                element.image = replace(match, element_id=element.element_id)
     return _with_trailing_images(elements, found, "epub")
 
 
@@ -389,7 +409,7 @@ def _partition_email(data: bytes, config: DecoderConfig, strategy: str, notes: l
 
     parts = images.split_email(data)
     elements = _partition(parts.body, detect.EML, config, "fast", None)
-    for index, attachment in enumerate(parts.attachments):
+    for attachment in parts.attachments:
         kind = detect.detect_mime(attachment.data, attachment.filename, None)
         if kind.startswith("image/"):
             continue

@@ -6,7 +6,11 @@ are typed literals (xsd:integer, xsd:dateTime) as TrustGraph's ontology says the
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypedDict
+
+if TYPE_CHECKING:  # model imports this module
+    from .model import Coordinates
 
 PROV = "http://www.w3.org/ns/prov#"
 DC = "http://purl.org/dc/elements/1.1/"
@@ -16,7 +20,6 @@ TG = "https://trustgraph.ai/ns/"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 XSD_INTEGER = XSD + "integer"
 XSD_DATETIME = XSD + "dateTime"
-XSD_DECIMAL = XSD + "decimal"
 
 GRAPH_SOURCE = "urn:graph:source"
 
@@ -58,6 +61,17 @@ TG_COORDINATE_SYSTEM = TG + "coordinateSystem"
 ENTITY_TYPES = {"page": TG_PAGE_TYPE, "section": TG_SECTION_TYPE, "image": TG_IMAGE_TYPE, "chunk": TG_CHUNK_TYPE}
 
 
+class TripleDict(TypedDict):
+    """A Triple as JSON (`ud decode --format json`, lineage)."""
+
+    s: str
+    p: str
+    o: str
+    o_type: str
+    datatype: str
+    g: str
+
+
 @dataclass(frozen=True)
 class Triple:
     s: str
@@ -67,15 +81,15 @@ class Triple:
     datatype: str = ""
     g: str = GRAPH_SOURCE
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+    def as_dict(self) -> TripleDict:
+        return {"s": self.s, "p": self.p, "o": self.o, "o_type": self.o_type, "datatype": self.datatype, "g": self.g}
 
 
 def iri(s: str, p: str, o: str) -> Triple:
     return Triple(s, p, o, "iri")
 
 
-def literal(s: str, p: str, value, datatype: str = "") -> Triple:
+def literal(s: str, p: str, value: str | int | float, datatype: str = "") -> Triple:
     if isinstance(value, bool):
         raise TypeError("booleans are not used in provenance")
     if isinstance(value, int) and not datatype:
@@ -150,7 +164,7 @@ def derived_entity_triples(
 
 
 def image_detail_triples(
-    image: str, element_id: str | None, width: int | None, height: int | None, size: int, coordinates: dict | None
+    image: str, element_id: str | None, width: int | None, height: int | None, size: int, coordinates: Coordinates | None
 ) -> list[Triple]:
     triples = [literal(image, TG_BYTE_SIZE, size)]
     if element_id:
@@ -160,14 +174,14 @@ def image_detail_triples(
     if height:
         triples.append(literal(image, TG_HEIGHT, int(height)))
     box = bounding_box(coordinates)
-    if box:
+    if coordinates and box:
         triples.append(literal(image, TG_BOUNDING_BOX, ",".join(f"{v:g}" for v in box)))
         triples.append(literal(image, TG_COORDINATE_SYSTEM, str(coordinates.get("system") or "PixelSpace")))
     return triples
 
 
-def bounding_box(coordinates: dict | None) -> tuple[float, float, float, float] | None:
-    points = (coordinates or {}).get("points") or []
+def bounding_box(coordinates: Coordinates | None) -> tuple[float, float, float, float] | None:
+    points = (coordinates.get("points") if coordinates else None) or []
     if not points:
         return None
     xs = [float(p[0]) for p in points]

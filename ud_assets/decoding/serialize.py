@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .provenance import Triple
 
+if TYPE_CHECKING:  # rdflib is imported when a serialisation is asked for
+    from rdflib import Dataset
 
-def to_dataset(triples: Iterable[Triple]):
+
+def to_dataset(triples: Iterable[Triple]) -> Dataset:
     from rdflib import Dataset, Literal, URIRef
 
     from .provenance import DC, PROV, TG
