@@ -244,7 +244,9 @@ def pptx(slides: int = 10) -> bytes:
         for line in paragraphs(SEED + 100 + number, 2, per=1):
             body.add_paragraph().text = line
         if number % 3 == 0:
-            slide.shapes.add_picture(io.BytesIO(picture(80, 60, number, "JPEG")), Inches(6), Inches(5), Inches(2), Inches(1.5))
+            slide.shapes.add_picture(
+                io.BytesIO(picture(80, 60, number, "JPEG")), Inches(6), Inches(5), Inches(2), Inches(1.5)
+            )
     return ooxml_bytes(deck)
 
 
@@ -293,8 +295,11 @@ def html(sections: int = 8) -> bytes:
         if number % 3 == 0:
             parts.append(f'<img src="{data_uri(picture(40, 30, number))}" alt="figure {number}">\n')
         if number % 2 == 0:
-            parts.append("<table><tr><th>Key</th><th>Value</th></tr>"
-                         + "".join(f"<tr><td>k{i}</td><td>{i * number}</td></tr>" for i in range(5)) + "</table>\n")
+            parts.append(
+                "<table><tr><th>Key</th><th>Value</th></tr>"
+                + "".join(f"<tr><td>k{i}</td><td>{i * number}</td></tr>" for i in range(5))
+                + "</table>\n"
+            )
     parts.append("</body></html>\n")
     return "".join(parts).encode("utf-8")
 
@@ -305,8 +310,11 @@ def markdown(sections: int = 8) -> bytes:
         parts.append(f"## Part {number}\n\n")
         parts.extend(f"{p}\n\n" for p in paragraphs(SEED + 300 + number, 3))
         if number % 2 == 0:
-            parts.append("| Quarter | Revenue |\n|---------|---------|\n"
-                         + "".join(f"| Q{q} | {q * number * 10} |\n" for q in range(1, 5)) + "\n")
+            parts.append(
+                "| Quarter | Revenue |\n|---------|---------|\n"
+                + "".join(f"| Q{q} | {q * number * 10} |\n" for q in range(1, 5))
+                + "\n"
+            )
         if number % 3 == 0:
             parts.append("- Expand to new markets\n- Hire more engineers\n- Reduce waste\n\n")
     return "".join(parts).encode("utf-8")
@@ -317,13 +325,21 @@ def text(paragraph_count: int = 40) -> bytes:
 
 
 def csv(rows: int = 300) -> bytes:
-    return _lines(SEED + 500, "name,city,amount", rows,
-                  lambda rng: f"{rng.choice(_WORDS)},{rng.choice(_WORDS).title()},{rng.randint(1, 999)}")
+    return _lines(
+        SEED + 500,
+        "name,city,amount",
+        rows,
+        lambda rng: f"{rng.choice(_WORDS)},{rng.choice(_WORDS).title()},{rng.randint(1, 999)}",
+    )
 
 
 def tsv(rows: int = 200) -> bytes:
-    return _lines(SEED + 600, "name\tteam\tscore", rows,
-                  lambda rng: f"{rng.choice(_WORDS)}\t{rng.choice(_WORDS)}\t{rng.randint(1, 99)}")
+    return _lines(
+        SEED + 600,
+        "name\tteam\tscore",
+        rows,
+        lambda rng: f"{rng.choice(_WORDS)}\t{rng.choice(_WORDS)}\t{rng.randint(1, 99)}",
+    )
 
 
 def _lines(seed: int, header: str, rows: int, row: Callable[[random.Random], str]) -> bytes:
@@ -356,10 +372,12 @@ def epub(chapters: int = 6) -> bytes:
             body += '<img src="../images/figure.png" alt="figure"/>'
         chapter_files[f"OEBPS/text/ch{number}.xhtml"] = xhtml(f"Chapter {number}", body)
     numbers = range(1, chapters + 1)
-    manifest = ('<item id="png" href="images/figure.png" media-type="image/png"/>'
-                '<item id="jpg" href="images/photo.jpg" media-type="image/jpeg"/>'
-                '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
-                + "".join(f'<item id="ch{n}" href="text/ch{n}.xhtml" media-type="application/xhtml+xml"/>' for n in numbers))
+    manifest = (
+        '<item id="png" href="images/figure.png" media-type="image/png"/>'
+        '<item id="jpg" href="images/photo.jpg" media-type="image/jpeg"/>'
+        '<item id="nav" href="nav.xhtml" media-type="application/xhtml+xml" properties="nav"/>'
+        + "".join(f'<item id="ch{n}" href="text/ch{n}.xhtml" media-type="application/xhtml+xml"/>' for n in numbers)
+    )
     opf = epub_opf("urn:uuid:00000000-0000-4000-8000-000000000001", "Bench Book", manifest, [f"ch{n}" for n in numbers])
     nav = epub_nav([(f"text/ch{n}.xhtml", f"Chapter {n}") for n in numbers])
     return epub_zip({"OEBPS/content.opf": opf, "OEBPS/nav.xhtml": nav, **chapter_files}, images)

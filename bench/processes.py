@@ -29,6 +29,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]  # holds bench/, ud_assets/, res
 
 # -- memory of a process tree --------------------------------------------------------------
 
+
 def _proc_tree(root: int) -> list[int]:
     """root and its descendants, from /proc/*/stat (ppid is the 4th field, after the ")" of comm)."""
     children: dict[int, list[int]] = {}
@@ -48,6 +49,7 @@ def _proc_tree(root: int) -> list[int]:
         todo.extend(children.get(pid, ()))
     return tree
 
+
 def _rss_pss_kib(pid: int) -> tuple[int, int]:
     rss = pss = 0
     try:
@@ -60,6 +62,7 @@ def _rss_pss_kib(pid: int) -> tuple[int, int]:
     except (OSError, ValueError):
         pass
     return rss, pss
+
 
 class TreeMemory(threading.Thread):
     """Polls a process and its descendants (e.g. the decoder's forked children) every `interval` s.
@@ -85,8 +88,12 @@ class TreeMemory(threading.Thread):
             self.stop_event.wait(self.interval)
 
     def result(self) -> dict:
-        return {"tree_peak_pss_mb": self.peak_pss_kib / 1024, "tree_peak_rss_sum_mb": self.peak_rss_sum_kib / 1024,
-                "tree_max_processes": self.peak_processes}
+        return {
+            "tree_peak_pss_mb": self.peak_pss_kib / 1024,
+            "tree_peak_rss_sum_mb": self.peak_rss_sum_kib / 1024,
+            "tree_max_processes": self.peak_processes,
+        }
+
 
 def machine_cpu_s() -> float:
     """CPU seconds the whole machine has spent busy since boot (all CPUs; /proc/stat, idle and iowait excluded)."""
@@ -143,6 +150,7 @@ class Child:
             "loadavg_after": os.getloadavg(),
         }
 
+
 class Runner:
     def __init__(self, workdir: Path, env: dict):
         self.workdir, self.env = workdir, env
@@ -157,8 +165,16 @@ class Runner:
         """
         self.count += 1
         result_path = self.workdir / f"result-{self.count:02d}-{kind}.json"
-        command = [sys.executable, "-m", "bench.workers", kind, "--args", json.dumps(args),
-                   "--result", str(result_path)]
+        command = [
+            sys.executable,
+            "-m",
+            "bench.workers",
+            kind,
+            "--args",
+            json.dumps(args),
+            "--result",
+            str(result_path),
+        ]
         env = worker_env(self.env)
         if dagster:
             env["DAGSTER_HOME"] = str(init_dagster_home(self.workdir / f"dagster-{self.count:02d}"))
@@ -173,13 +189,16 @@ class Runner:
             raise RuntimeError(f"{name} failed (exit {process['exit_code']}); see {self.log_path}")
         return {"process": process}
 
+
 def worker_env(env: dict) -> dict:
     """env with the repository root first on PYTHONPATH: a worker runs in the work folder, and
     `python -m bench.workers` must find the bench package (not installed) there."""
     paths = [str(REPO_ROOT), *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(REPO_ROOT))]
     return {**env, "PYTHONPATH": os.pathsep.join(paths)}
 
+
 PROJECT_INSTANCE_CONFIG = REPO_ROOT / "dagster.yaml"  # the repository's instance config
+
 
 def init_dagster_home(home: Path) -> Path:
     """A Dagster instance folder with the project's dagster.yaml (SQLite storage), storage created."""
@@ -197,9 +216,13 @@ def init_dagster_home(home: Path) -> Path:
         instance.get_latest_materialization_event(dg.AssetKey("document"))
     return home
 
+
 def cold_partition_command(path: str) -> list[str]:
     from bench.workers import raw_kwargs
 
     extra = "".join(f", {k}={v!r}" for k, v in raw_kwargs(path).items())
-    return [sys.executable, "-c",
-            f"from unstructured.partition.auto import partition; partition(filename={path!r}, strategy='fast'{extra})"]
+    return [
+        sys.executable,
+        "-c",
+        f"from unstructured.partition.auto import partition; partition(filename={path!r}, strategy='fast'{extra})",
+    ]

@@ -73,11 +73,18 @@ def figures_and_verdicts(figures: dict) -> dict:
     values = {
         "graph_vs_raw": ratio(figures.get("graph_s"), figures.get("raw_warm_s")),
         "upload_vs_cold": ratio(figures.get("upload_to_triples_s"), figures.get("cold_partition_s")),
-        "large_pdf_rss_ratio": ratio(figures.get("large_pdf_graph_peak_rss_mb"), figures.get("large_pdf_bare_peak_rss_mb")),
+        "large_pdf_rss_ratio": ratio(
+            figures.get("large_pdf_graph_peak_rss_mb"), figures.get("large_pdf_bare_peak_rss_mb")
+        ),
         "triples_per_s": figures.get("triples_per_s"),
     }
     return {
-        t.figure: {"value": values[t.figure], "target": t.text, "verdict": t.verdict(values[t.figure]), "what": t.description}
+        t.figure: {
+            "value": values[t.figure],
+            "target": t.text,
+            "verdict": t.verdict(values[t.figure]),
+            "what": t.description,
+        }
         for t in TARGETS
     }
 
@@ -128,7 +135,9 @@ def table_rows(figures: dict, verdicts: dict) -> list[tuple[str, str, str, str]]
     return rows
 
 
-def format_table(rows: list[tuple[str, ...]], header: tuple[str, ...] = ("figure", "value", "target", "verdict")) -> str:
+def format_table(
+    rows: list[tuple[str, ...]], header: tuple[str, ...] = ("figure", "value", "target", "verdict")
+) -> str:
     """A plain-text table, columns padded to their widest cell."""
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(header, widths)).rstrip()]
@@ -137,8 +146,11 @@ def format_table(rows: list[tuple[str, ...]], header: tuple[str, ...] = ("figure
     return "\n".join(lines)
 
 
-def markdown_table(rows: list[tuple[str, ...]], header: tuple[str, ...] = ("figure", "value", "target", "verdict")) -> str:
+def markdown_table(
+    rows: list[tuple[str, ...]], header: tuple[str, ...] = ("figure", "value", "target", "verdict")
+) -> str:
     """The same rows as a Markdown table (for the README)."""
+
     def cells(row):
         return "| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |"
 
@@ -147,11 +159,17 @@ def markdown_table(rows: list[tuple[str, ...]], header: tuple[str, ...] = ("figu
 
 # Where a graph run's time went: per-document stage timings (materialization metadata) summed.
 BREAKDOWN = (
-    ("decode", "unstructured's partition() in forked children (the work itself; summed over documents and page "
-               "ranges parsed side by side, so not wall time)"),
+    (
+        "decode",
+        "unstructured's partition() in forked children (the work itself; summed over documents and page "
+        "ranges parsed side by side, so not wall time)",
+    ),
     ("isolation", "forking the decoder child and passing its result back"),
-    ("elements_other", "outside the decoder: the worker's decoder warm-up (first document of a process only), "
-                       "reading the bytes, elements as JSON into the object store"),
+    (
+        "elements_other",
+        "outside the decoder: the worker's decoder warm-up (first document of a process only), "
+        "reading the bytes, elements as JSON into the object store",
+    ),
     ("sections", "storing pages/sections as librarian children"),
     ("images", "storing images as librarian children"),
     ("provenance_triples", "building and writing provenance triples, commit, checks"),
@@ -162,8 +180,12 @@ BREAKDOWN = (
 )
 
 
-def breakdown(stage_timings: dict[str, dict[str, float]], document_s: dict[str, float], run_s: float,
-              parse_wait_s: dict[str, float] | None = None) -> dict[str, float]:
+def breakdown(
+    stage_timings: dict[str, dict[str, float]],
+    document_s: dict[str, float],
+    run_s: float,
+    parse_wait_s: dict[str, float] | None = None,
+) -> dict[str, float]:
     """Seconds of a graph run per part (BREAKDOWN's keys), from the step's own per-document timings.
 
     stage_timings: {document: {"asset.metric_s": seconds}} as the materializations report them:

@@ -85,7 +85,12 @@ def describe_corpus(paths: list[Path], generated: list[dict] | None, source: str
     else:
         files = [{"name": p.name, "bytes": p.stat().st_size, "pdf_pages": _pdf_pages(p)} for p in paths]
         specs = [corpus_mod.FileSpec(p.name, p.suffix.lstrip(".").upper() or "?", _pdf_pages(p)) for p in paths]
-    return {"source": source, **corpus_mod.summary(specs), "bytes": sum(p.stat().st_size for p in paths), "files_detail": files}
+    return {
+        "source": source,
+        **corpus_mod.summary(specs),
+        "bytes": sum(p.stat().st_size for p in paths),
+        "files_detail": files,
+    }
 
 
 def _pdf_pages(path: Path) -> int:
@@ -125,10 +130,18 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
     upload_file = pick_upload_file(paths, large)
     key_of = {path: key for key, path in keys.items()}
     corpus_info = describe_corpus(paths, generated, source)
-    corpus_info.update({"large_pdf": large.name, "large_pdf_pages": _pdf_pages(large), "upload_file": upload_file.name,
-                        "warmup_file": f"{warmup.name} (1-page PDF, not part of the corpus)"})
-    log(f"corpus: {corpus_info['files']} files, {corpus_info['format_count']} formats, "
-        f"{corpus_info['pdf_pages']} PDF pages, {corpus_info['bytes']:,} bytes")
+    corpus_info.update(
+        {
+            "large_pdf": large.name,
+            "large_pdf_pages": _pdf_pages(large),
+            "upload_file": upload_file.name,
+            "warmup_file": f"{warmup.name} (1-page PDF, not part of the corpus)",
+        }
+    )
+    log(
+        f"corpus: {corpus_info['files']} files, {corpus_info['format_count']} formats, "
+        f"{corpus_info['pdf_pages']} PDF pages, {corpus_info['bytes']:,} bytes"
+    )
 
     env = {**os.environ, **CHILD_ENV, "UD_BATCH_SIZE": str(len(keys) + 1)}
     env.pop("UD_WORKSPACE", None)
@@ -145,23 +158,46 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
         footprint.upload(ws_warm, {warmup_key: warmup})
         footprint.upload(ws_graph, keys)
         log(f"graph: decode_documents over {len(keys)} partitions, one batched run{suffix}")
-        samples["graph"].append(runner.worker("graph", {
-            "workspace": ws_graph, "bucket": footprint.bucket, "keys": list(keys),
-            "warmup_workspace": ws_warm, "warmup_key": warmup_key}, dagster=True))
+        samples["graph"].append(
+            runner.worker(
+                "graph",
+                {
+                    "workspace": ws_graph,
+                    "bucket": footprint.bucket,
+                    "keys": list(keys),
+                    "warmup_workspace": ws_warm,
+                    "warmup_key": warmup_key,
+                },
+                dagster=True,
+            )
+        )
 
         log(f"cold: python -c partition({upload_file.name}){suffix}")
         samples["cold"].append(runner.command("cold_partition", cold_partition_command(str(upload_file))))
         ws_upload = footprint.workspace(f"u{round_}")
         log(f"upload: {upload_file.name} through the librarian_uploads sensor until its triples are queryable{suffix}")
-        samples["upload"].append(runner.worker("upload", {
-            "workspace": ws_upload, "bucket": footprint.bucket, "file": str(upload_file), "key": key_of[upload_file]},
-            dagster=True))
+        samples["upload"].append(
+            runner.worker(
+                "upload",
+                {
+                    "workspace": ws_upload,
+                    "bucket": footprint.bucket,
+                    "file": str(upload_file),
+                    "key": key_of[upload_file],
+                },
+                dagster=True,
+            )
+        )
 
     ws_large = footprint.workspace("large")
     footprint.upload(ws_large, {key_of[large]: large})
     log(f"memory: graph on {large.name} alone")
-    large_graph = runner.worker("graph", {"workspace": ws_large, "bucket": footprint.bucket, "keys": [key_of[large]],
-                                          "warmup_workspace": ""}, dagster=True, poll_memory=True)
+    large_graph = runner.worker(
+        "graph",
+        {"workspace": ws_large, "bucket": footprint.bucket, "keys": [key_of[large]], "warmup_workspace": ""},
+        dagster=True,
+        poll_memory=True,
+    )
     log(f"memory: bare partition() on {large.name}")
     large_bare = runner.command("bare_partition_large_pdf", cold_partition_command(str(large)), poll_memory=True)
 
@@ -171,8 +207,18 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
         footprint.upload(ws_warm, {warmup_key: warmup})
         footprint.upload(ws_graph, keys)
         log("profile: one more graph run, under cProfile")
-        runner.worker("graph", {"workspace": ws_graph, "bucket": footprint.bucket, "keys": list(keys),
-                                "warmup_workspace": ws_warm, "warmup_key": warmup_key, "profile": profile}, dagster=True)
+        runner.worker(
+            "graph",
+            {
+                "workspace": ws_graph,
+                "bucket": footprint.bucket,
+                "keys": list(keys),
+                "warmup_workspace": ws_warm,
+                "warmup_key": warmup_key,
+                "profile": profile,
+            },
+            dagster=True,
+        )
         log(f"cProfile stats of the timed graph run written to {profile}")
 
     ws_triples = footprint.workspace("triples")
@@ -209,22 +255,35 @@ def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, c
         "triples_insert_s": triples["insert_s"],
     }
     figures["graph_vs_raw_including_startup"] = report.ratio(figures["graph_total_s"], figures["raw_total_s"])
-    figures["large_pdf_pss_ratio"] = report.ratio(figures["large_pdf_graph_tree_pss_mb"], figures["large_pdf_bare_tree_pss_mb"])
+    figures["large_pdf_pss_ratio"] = report.ratio(
+        figures["large_pdf_graph_tree_pss_mb"], figures["large_pdf_bare_tree_pss_mb"]
+    )
     verdicts = report.figures_and_verdicts(figures)
 
     last = samples["graph"][-1]["corpus"]
-    graph_breakdown = report.breakdown(last.get("stage_timings", {}), last.get("document_s", {}), last["run_s"],
-                                       last.get("parse_wait_s", {}))
+    graph_breakdown = report.breakdown(
+        last.get("stage_timings", {}), last.get("document_s", {}), last["run_s"], last.get("parse_wait_s", {})
+    )
     large_run = large_graph["corpus"]
-    large_breakdown = report.breakdown(large_run.get("stage_timings", {}), large_run.get("document_s", {}),
-                                       large_run["run_s"], large_run.get("parse_wait_s", {}))
+    large_breakdown = report.breakdown(
+        large_run.get("stage_timings", {}),
+        large_run.get("document_s", {}),
+        large_run["run_s"],
+        large_run.get("parse_wait_s", {}),
+    )
     graph_docs = last["document_s"]
     name_to_key = {path.name: key for key, path in keys.items()}
     per_file = []
     for entry in samples["raw"][-1]["files"]:
         graph_s = graph_docs.get(name_to_key.get(entry["file"], entry["file"]))
-        per_file.append({"file": entry["file"], "raw_s": entry["s"], "graph_document_s": graph_s,
-                         "ratio": report.ratio(graph_s, entry["s"])})
+        per_file.append(
+            {
+                "file": entry["file"],
+                "raw_s": entry["s"],
+                "graph_document_s": graph_s,
+                "ratio": report.ratio(graph_s, entry["s"]),
+            }
+        )
 
     notes = [
         "graph_s and raw_warm_s both exclude process start-up and one warm-up call on the same 1-page PDF "
@@ -248,8 +307,10 @@ def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, c
     for number, sample in enumerate(samples["graph"], start=1):
         run = sample["corpus"]
         if not run.get("success", True) or run.get("decoded", run.get("documents")) != run.get("documents"):
-            notes.append(f"graph round {number}: {run.get('decoded')} of {run.get('documents')} documents decoded; "
-                         f"failures: {json.dumps(run.get('failures', {}))[:500]}")
+            notes.append(
+                f"graph round {number}: {run.get('decoded')} of {run.get('documents')} documents decoded; "
+                f"failures: {json.dumps(run.get('failures', {}))[:500]}"
+            )
     for number, sample in enumerate(samples["upload"], start=1):
         if not sample.get("document_triples"):
             notes.append(f"upload round {number}: the document's triples never became queryable (60 s)")
@@ -257,11 +318,20 @@ def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, c
     local = [s["process"] for name in ("raw", "cold") for s in samples[name]] + [large_bare["process"]]
     busiest = max((report.ratio(p.get("others_cpu_s"), p["wall_s"]) or 0.0 for p in local), default=0.0)
     if busiest > BUSY_CORES:
-        notes.append(f"Other processes used up to {busiest:.2f} of the {os.cpu_count()} CPUs while the bare-library "
-                     "measurements ran (others_cpu_s / wall_s): the figures are noisier than on an idle machine; "
-                     "compare the rounds (--repeat N) in 'samples'.")
-    spreads = {name: report.spread(values) for name, values in
-               (("raw_warm_s", raw_warm), ("graph_s", graph_warm), ("upload_to_triples_s", upload), ("cold_partition_s", cold))}
+        notes.append(
+            f"Other processes used up to {busiest:.2f} of the {os.cpu_count()} CPUs while the bare-library "
+            "measurements ran (others_cpu_s / wall_s): the figures are noisier than on an idle machine; "
+            "compare the rounds (--repeat N) in 'samples'."
+        )
+    spreads = {
+        name: report.spread(values)
+        for name, values in (
+            ("raw_warm_s", raw_warm),
+            ("graph_s", graph_warm),
+            ("upload_to_triples_s", upload),
+            ("cold_partition_s", cold),
+        )
+    }
     return {
         "figures": figures,
         "targets": verdicts,
@@ -269,11 +339,23 @@ def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, c
         "graph_breakdown_s": graph_breakdown,
         "large_pdf_graph_breakdown_s": large_breakdown,
         "corpus": corpus_info,
-        "samples": {"raw_warm_s": raw_warm, "raw_total_s": raw_total, "graph_s": graph_warm, "graph_total_s": graph_total,
-                    "upload_to_triples_s": upload, "cold_partition_s": cold, "spread": spreads},
+        "samples": {
+            "raw_warm_s": raw_warm,
+            "raw_total_s": raw_total,
+            "graph_s": graph_warm,
+            "graph_total_s": graph_total,
+            "upload_to_triples_s": upload,
+            "cold_partition_s": cold,
+            "spread": spreads,
+        },
         "details": {
-            "raw": samples["raw"], "graph": samples["graph"], "upload": samples["upload"], "cold": samples["cold"],
-            "large_pdf_graph": large_graph, "large_pdf_bare": large_bare, "triples": triples,
+            "raw": samples["raw"],
+            "graph": samples["graph"],
+            "upload": samples["upload"],
+            "cold": samples["cold"],
+            "large_pdf_graph": large_graph,
+            "large_pdf_bare": large_bare,
+            "triples": triples,
         },
         "notes": notes,
     }
@@ -303,21 +385,31 @@ def check_services() -> None:
     if not (os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")):
         missing.append("AWS_ENDPOINT_URL_S3")
     if missing:
-        raise SystemExit(f"bench needs the real MinIO + Cassandra: {', '.join(missing)} not set; "
-                         'run `make bench`, or: scripts/services/up.sh && eval "$(scripts/services/env.sh)"')
+        raise SystemExit(
+            f"bench needs the real MinIO + Cassandra: {', '.join(missing)} not set; "
+            'run `make bench`, or: scripts/services/up.sh && eval "$(scripts/services/env.sh)"'
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--corpus", help="a folder of documents (default: generate one of every supported format)")
     parser.add_argument("--out", default="bench-out/bench.json", help="where to write the JSON figures")
     parser.add_argument("--repeat", type=int, default=1, help="rounds of the timed measurements; medians are reported")
-    parser.add_argument("--large-pdf-pages", type=int, default=corpus_mod.DEFAULT_LARGE_PDF_PAGES,
-                        help="pages of the generated large PDF")
+    parser.add_argument(
+        "--large-pdf-pages",
+        type=int,
+        default=corpus_mod.DEFAULT_LARGE_PDF_PAGES,
+        help="pages of the generated large PDF",
+    )
     parser.add_argument("--triples", type=int, default=50_000, help="quads of the triple-store measurement")
-    parser.add_argument("--profile", metavar="FILE",
-                        help="also run the graph once more under cProfile (not a sample) and write its stats to FILE")
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="also run the graph once more under cProfile (not a sample) and write its stats to FILE",
+    )
     parser.add_argument("--keep-workdir", action="store_true", help="keep the temp folder (corpus, child logs)")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.triples < 2:
@@ -336,8 +428,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         left = footprint.cleanup()
         if left:
-            log(f"cleanup left {len(left)} things behind (bucket {footprint.bucket}, workspaces "
-                f"{', '.join(footprint.workspaces)}): {left[:3]}")
+            log(
+                f"cleanup left {len(left)} things behind (bucket {footprint.bucket}, workspaces "
+                f"{', '.join(footprint.workspaces)}): {left[:3]}"
+            )
         else:
             log(f"removed bucket {footprint.bucket} and {len(footprint.workspaces)} workspaces")
         if args.keep_workdir or failed:
@@ -358,20 +452,30 @@ def main(argv: list[str] | None = None) -> int:
         f"Measured {env_info['date'][:10]} on {env_info['cpu_count']} CPUs (Python {env_info['python']}, unstructured "
         f"{env_info['unstructured']}, Dagster {env_info['dagster']}), corpus: {c['files']} files of {c['format_count']} "
         f"formats, {c['pdf_pages']} PDF pages; medians of {args.repeat} round(s).\n\n"
-        + report.markdown_table(rows) + "\n")
+        + report.markdown_table(rows)
+        + "\n"
+    )
     print()
-    print(f"ud bench, {env_info['date']}: {env_info['cpu_count']} CPUs, Python {env_info['python']}, "
-          f"unstructured {env_info['unstructured']}, dagster {env_info['dagster']}")
+    print(
+        f"ud bench, {env_info['date']}: {env_info['cpu_count']} CPUs, Python {env_info['python']}, "
+        f"unstructured {env_info['unstructured']}, dagster {env_info['dagster']}"
+    )
     c = result["corpus"]
-    print(f"corpus: {c['files']} files, {c['format_count']} formats, {c['pdf_pages']} PDF pages "
-          f"(large PDF {c['large_pdf']}: {c['large_pdf_pages']} pages; upload {c['upload_file']})")
+    print(
+        f"corpus: {c['files']} files, {c['format_count']} formats, {c['pdf_pages']} PDF pages "
+        f"(large PDF {c['large_pdf']}: {c['large_pdf_pages']} pages; upload {c['upload_file']})"
+    )
     print()
     print(report.format_table(rows))
     print()
     run_s = result["figures"]["graph_s"] or 0.0
-    print(f"where the graph's time went (last timed run, {result['details']['graph'][-1]['corpus']['run_s']:.1f} s; "
-          f"bare partition loop {result['figures']['raw_warm_s']:.1f} s):")
-    print(report.format_breakdown(result["graph_breakdown_s"], result["details"]["graph"][-1]["corpus"]["run_s"] or run_s))
+    print(
+        f"where the graph's time went (last timed run, {result['details']['graph'][-1]['corpus']['run_s']:.1f} s; "
+        f"bare partition loop {result['figures']['raw_warm_s']:.1f} s):"
+    )
+    print(
+        report.format_breakdown(result["graph_breakdown_s"], result["details"]["graph"][-1]["corpus"]["run_s"] or run_s)
+    )
     print()
     print(f"figures written to {out_path} (Markdown table: {markdown_path})")
     return 0

@@ -54,10 +54,22 @@ class Footprint:
         steps = []
         for ws in self.workspaces if connection else ():
             for table in ("document", "upload_log", "record_generation", "record_failure"):
-                steps.append((f"librarian.{table} of {ws}", lambda ws=ws, table=table: connection.execute(
-                    f"DELETE FROM librarian.{table} WHERE workspace = ?", (ws,))))
-            steps.append((f"keyspace of {ws}", lambda ws=ws: connection.ddl(
-                f'DROP KEYSPACE IF EXISTS "{keyspace_for(ws)}"', "dropping a bench keyspace")))
+                steps.append(
+                    (
+                        f"librarian.{table} of {ws}",
+                        lambda ws=ws, table=table: connection.execute(
+                            f"DELETE FROM librarian.{table} WHERE workspace = ?", (ws,)
+                        ),
+                    )
+                )
+            steps.append(
+                (
+                    f"keyspace of {ws}",
+                    lambda ws=ws: connection.ddl(
+                        f'DROP KEYSPACE IF EXISTS "{keyspace_for(ws)}"', "dropping a bench keyspace"
+                    ),
+                )
+            )
 
         def drop_bucket():
             from botocore.exceptions import ClientError

@@ -48,8 +48,25 @@ def raw_kwargs(path: str) -> dict:
 # unstructured's per-format partitioner modules: the graph's worker imports them all in its warm-up
 # (ud_assets.decoding.isolation), so the raw loop's warm-up imports them too; neither loop then pays
 # a format's first import inside the timing.
-PARTITIONER_MODULES = ("md", "html", "text", "csv", "tsv", "pdf", "docx", "pptx", "xlsx", "odt", "epub", "rtf",
-                       "email", "xml", "json", "rst", "image")
+PARTITIONER_MODULES = (
+    "md",
+    "html",
+    "text",
+    "csv",
+    "tsv",
+    "pdf",
+    "docx",
+    "pptx",
+    "xlsx",
+    "odt",
+    "epub",
+    "rtf",
+    "email",
+    "xml",
+    "json",
+    "rst",
+    "image",
+)
 
 
 def run_raw(args: dict) -> dict:

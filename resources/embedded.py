@@ -163,8 +163,10 @@ def _record_schema() -> list[str]:
     out = []
     for kind in RECORD_TYPES:
         cols = ", ".join(f"{name} {_SQL_TYPES[t]} NOT NULL" for name, t in record_columns(kind))
-        out.append(f"CREATE TABLE IF NOT EXISTS record_{kind} (workspace TEXT NOT NULL, {cols}, "
-                   "PRIMARY KEY (workspace, document_id)) WITHOUT ROWID")
+        out.append(
+            f"CREATE TABLE IF NOT EXISTS record_{kind} (workspace TEXT NOT NULL, {cols}, "
+            "PRIMARY KEY (workspace, document_id)) WITHOUT ROWID"
+        )
     return out
 
 
@@ -222,14 +224,26 @@ def _from_ms(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-_DOC_COLUMNS = "workspace, id, time_ms, kind, title, comments, metadata, tags, object_id, parent_id, document_type, size, sha256"
+_DOC_COLUMNS = (
+    "workspace, id, time_ms, kind, title, comments, metadata, tags, object_id, parent_id, document_type, size, sha256"
+)
 
 
 def _row_to_meta(r: tuple) -> DocumentMetadata:
     return DocumentMetadata(
-        workspace=r[0], id=r[1], time=_from_ms(r[2]), kind=r[3], title=r[4], comments=r[5],
-        metadata=tuple(tuple(m) for m in json.loads(r[6])), tags=tuple(json.loads(r[7])),
-        object_id=uuid.UUID(r[8]), parent_id=r[9], document_type=r[10], size=r[11], sha256=r[12],
+        workspace=r[0],
+        id=r[1],
+        time=_from_ms(r[2]),
+        kind=r[3],
+        title=r[4],
+        comments=r[5],
+        metadata=tuple(tuple(m) for m in json.loads(r[6])),
+        tags=tuple(json.loads(r[7])),
+        object_id=uuid.UUID(r[8]),
+        parent_id=r[9],
+        document_type=r[10],
+        size=r[11],
+        sha256=r[12],
     )
 
 
@@ -245,9 +259,19 @@ class SqliteDocumentStore:
 
     def insert(self, meta: DocumentMetadata, event: str | None) -> bool:
         row = (
-            meta.workspace, meta.id, _ms(meta.time), meta.kind, meta.title, meta.comments,
-            json.dumps([list(m) for m in meta.metadata]), json.dumps(list(meta.tags)), str(meta.object_id),
-            meta.parent_id, meta.document_type, meta.size, meta.sha256,
+            meta.workspace,
+            meta.id,
+            _ms(meta.time),
+            meta.kind,
+            meta.title,
+            meta.comments,
+            json.dumps([list(m) for m in meta.metadata]),
+            json.dumps(list(meta.tags)),
+            str(meta.object_id),
+            meta.parent_id,
+            meta.document_type,
+            meta.size,
+            meta.sha256,
         )
         with self.db.write() as c:
             cur = c.execute(f"INSERT OR IGNORE INTO document ({_DOC_COLUMNS}) VALUES ({', '.join('?' * 13)})", row)
@@ -262,8 +286,21 @@ class SqliteDocumentStore:
 
     def upsert_many(self, metas: Sequence[DocumentMetadata]) -> None:
         rows = [
-            (m.workspace, m.id, _ms(m.time), m.kind, m.title, m.comments, json.dumps([list(x) for x in m.metadata]),
-             json.dumps(list(m.tags)), str(m.object_id), m.parent_id, m.document_type, m.size, m.sha256)
+            (
+                m.workspace,
+                m.id,
+                _ms(m.time),
+                m.kind,
+                m.title,
+                m.comments,
+                json.dumps([list(x) for x in m.metadata]),
+                json.dumps(list(m.tags)),
+                str(m.object_id),
+                m.parent_id,
+                m.document_type,
+                m.size,
+                m.sha256,
+            )
             for m in metas
         ]
         with self.db.write() as c:
@@ -276,7 +313,9 @@ class SqliteDocumentStore:
         return [_row_to_meta(r) for r in self.db.read(sql, (workspace,))]
 
     def children(self, workspace: str, parent_id: str) -> list[DocumentMetadata]:
-        rows = self.db.read(f"SELECT {_DOC_COLUMNS} FROM document WHERE workspace = ? AND parent_id = ?", (workspace, parent_id))
+        rows = self.db.read(
+            f"SELECT {_DOC_COLUMNS} FROM document WHERE workspace = ? AND parent_id = ?", (workspace, parent_id)
+        )
         return [_row_to_meta(r) for r in rows]
 
     def delete(self, workspace: str, ids: Sequence[str]) -> None:
@@ -408,7 +447,9 @@ class SqliteTripleStore:
             params.append(int(limit))
         return [_row_to_quad(r) for r in self.db.read(sql, params)]
 
-    def delete_subjects(self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION) -> int:
+    def delete_subjects(
+        self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
+    ) -> int:
         subjects = list(dict.fromkeys(subjects))
         total = 0
         with self.db.write() as c:
@@ -435,7 +476,11 @@ def open_embedded(home: str | os.PathLike, workspace: str, collection: str = DEF
     objects = FileObjectStore(home / "objects")
     db = SqliteDatabase(home / SQLITE_NAME)
     return LibrarianService(
-        objects, SqliteDocumentStore(db), SqliteTripleStore(db, workspace),
-        workspace=workspace, collection=collection, on_close=db.close, description=f"embedded at {home}",
+        objects,
+        SqliteDocumentStore(db),
+        SqliteTripleStore(db, workspace),
+        workspace=workspace,
+        collection=collection,
+        on_close=db.close,
+        description=f"embedded at {home}",
     )
-

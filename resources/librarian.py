@@ -179,8 +179,15 @@ class LibrarianService:
         kind = check_kind(kind)
         meta_tuples = tuple(_metadata_tuple(m) for m in metadata)
         return self._store(
-            id=id, kind=kind, content=content, title=title, comments=comments,
-            tags=_tags(tags), metadata=meta_tuples, parent_id="", document_type=SOURCE,
+            id=id,
+            kind=kind,
+            content=content,
+            title=title,
+            comments=comments,
+            tags=_tags(tags),
+            metadata=meta_tuples,
+            parent_id="",
+            document_type=SOURCE,
         )
 
     def add_child_document(
@@ -202,19 +209,35 @@ class LibrarianService:
         if self.documents.get(self.workspace, parent_id) is None:
             raise DocumentNotFound(f"parent document {parent_id!r} not found in workspace {self.workspace!r}")
         return self._store(
-            id=id, kind=kind, content=content, title=title, comments="",
-            tags=_tags(tags), metadata=(), parent_id=parent_id, document_type=document_type,
+            id=id,
+            kind=kind,
+            content=content,
+            title=title,
+            comments="",
+            tags=_tags(tags),
+            metadata=(),
+            parent_id=parent_id,
+            document_type=document_type,
         )
 
-    def _store(self, *, id: str, content: bytes | BinaryIO, parent_id: str, document_type: str, **fields) -> DocumentMetadata:
+    def _store(
+        self, *, id: str, content: bytes | BinaryIO, parent_id: str, document_type: str, **fields
+    ) -> DocumentMetadata:
         if self.documents.get(self.workspace, id) is not None:
             raise DocumentExists(f"document {id!r} already exists in workspace {self.workspace!r}")
         object_id = self._child_object_id(id) if parent_id else uuid.uuid4()
         reader = HashingReader(content)
         self.objects.put(object_id, reader, fields["kind"])
         meta = DocumentMetadata(
-            id=id, object_id=object_id, time=now_utc(), workspace=self.workspace,
-            parent_id=parent_id, document_type=document_type, size=reader.size, sha256=reader.sha256, **fields,
+            id=id,
+            object_id=object_id,
+            time=now_utc(),
+            workspace=self.workspace,
+            parent_id=parent_id,
+            document_type=document_type,
+            size=reader.size,
+            sha256=reader.sha256,
+            **fields,
         )
         try:
             inserted = self.documents.insert(meta, ADDED if document_type == SOURCE else None)
@@ -250,15 +273,27 @@ class LibrarianService:
         time = now_utc()
         metas = [
             DocumentMetadata(
-                id=c.id, kind=check_kind(c.kind), object_id=self._child_object_id(c.id), time=time,
-                workspace=self.workspace, title=c.title, tags=_tags(c.tags), parent_id=c.parent_id,
-                document_type=c.document_type, size=len(c.content), sha256=hashlib.sha256(c.content).hexdigest(),
+                id=c.id,
+                kind=check_kind(c.kind),
+                object_id=self._child_object_id(c.id),
+                time=time,
+                workspace=self.workspace,
+                title=c.title,
+                tags=_tags(c.tags),
+                parent_id=c.parent_id,
+                document_type=c.document_type,
+                size=len(c.content),
+                sha256=hashlib.sha256(c.content).hexdigest(),
             )
             for c in children
         ]
         with ThreadPoolExecutor(max_workers=8) as pool:
-            list(pool.map(lambda pair: self.objects.put(pair[0].object_id, pair[1].content, pair[0].kind),
-                          zip(metas, children)))
+            list(
+                pool.map(
+                    lambda pair: self.objects.put(pair[0].object_id, pair[1].content, pair[0].kind),
+                    zip(metas, children),
+                )
+            )
         self.documents.upsert_many(metas)
         return metas
 

@@ -117,7 +117,12 @@ class Term:
     @classmethod
     def quoted(cls, s: str, p: str, o: Term) -> Term:
         """The quoted triple <<s p o>> as an object term (subject and predicate are IRIs)."""
-        return cls(value=json.dumps({"s": _term_json(Term(s, is_iri=True)), "p": _term_json(Term(p, is_iri=True)), "o": _term_json(o)}), is_triple=True)
+        return cls(
+            value=json.dumps(
+                {"s": _term_json(Term(s, is_iri=True)), "p": _term_json(Term(p, is_iri=True)), "o": _term_json(o)}
+            ),
+            is_triple=True,
+        )
 
     def as_triple(self) -> tuple[str, str, Term]:
         """(s, p, o) of a quoted triple term."""
@@ -216,7 +221,9 @@ class TripleStore(Protocol):
         limit: int | None = None,
     ) -> list[Quad]: ...
 
-    def delete_subjects(self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION) -> int: ...
+    def delete_subjects(
+        self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
+    ) -> int: ...
 
     def count(self, collection: str = DEFAULT_COLLECTION, g: str | None = None) -> int: ...
 
@@ -352,6 +359,8 @@ class StoreSettings:
     bucket: str = "library"
     cassandra_hosts: list[str] = field(default_factory=list)
     cassandra_port: int = 9042
-    extra: dict[str, str] = field(default_factory=dict)  # backend-specific settings (part of the shared librarian's key)
+    extra: dict[str, str] = field(
+        default_factory=dict
+    )  # backend-specific settings (part of the shared librarian's key)
     # The triple-store collection the librarian's provenance triples live in (remove_document cleans it).
     collection: str = DEFAULT_COLLECTION

@@ -94,12 +94,18 @@ class S3ObjectStore:
         if isinstance(e, _UNREACHABLE):
             return StorageUnavailable(f"{where} unreachable while {what}: {e}")
         if isinstance(e, bce.NoCredentialsError):
-            return LibrarianError(f"{where}: no credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) while {what}")
+            return LibrarianError(
+                f"{where}: no credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) while {what}"
+            )
         if isinstance(e, bce.ClientError):
             err = e.response.get("Error", {})
             code = err.get("Code", "?")
             status = e.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            if status in (500, 502, 503, 504) or code in ("SlowDown", "ServiceUnavailable", "XMinioServerNotInitialized"):
+            if status in (500, 502, 503, 504) or code in (
+                "SlowDown",
+                "ServiceUnavailable",
+                "XMinioServerNotInitialized",
+            ):
                 return StorageUnavailable(f"{where} unavailable while {what}: {code} {err.get('Message', '')}".rstrip())
             return LibrarianError(f"{where}: {what} failed: {code} {err.get('Message', '')}".rstrip())
         return LibrarianError(f"{where}: {what} failed: {e}")
@@ -115,7 +121,11 @@ class S3ObjectStore:
             raise self._error(e, f"checking bucket {self.bucket!r}") from None
         try:
             region = self.client.meta.region_name
-            kwargs = {} if region in (None, "", "us-east-1") else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+            kwargs = (
+                {}
+                if region in (None, "", "us-east-1")
+                else {"CreateBucketConfiguration": {"LocationConstraint": region}}
+            )
             self.client.create_bucket(Bucket=self.bucket, **kwargs)
         except bce.ClientError as e:
             if e.response.get("Error", {}).get("Code") not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
@@ -147,7 +157,9 @@ class S3ObjectStore:
         except bce.ClientError as e:
             code = e.response.get("Error", {}).get("Code")
             if code in ("NoSuchKey", "404", "NotFound"):
-                raise LibrarianError(f"S3 at {self.endpoint}: object {key} missing from bucket {self.bucket!r}") from None
+                raise LibrarianError(
+                    f"S3 at {self.endpoint}: object {key} missing from bucket {self.bucket!r}"
+                ) from None
             if code == "InvalidRange":
                 return None
             raise self._error(e, what) from None

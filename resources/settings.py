@@ -86,8 +86,13 @@ def open_librarian(settings: StoreSettings | None = None):
             connection.release()
             raise
         return LibrarianService(
-            objects, documents, triples, workspace=settings.workspace, collection=settings.collection,
-            on_close=connection.release, description=f"cassandra at {config.endpoint}, s3 bucket {settings.bucket!r} at {objects.endpoint}",
+            objects,
+            documents,
+            triples,
+            workspace=settings.workspace,
+            collection=settings.collection,
+            on_close=connection.release,
+            description=f"cassandra at {config.endpoint}, s3 bucket {settings.bucket!r} at {objects.endpoint}",
         )
     raise LibrarianError(f"unknown librarian backend {settings.backend!r} (expected embedded or cassandra)")
 
@@ -98,8 +103,15 @@ _shared_lock = threading.Lock()
 
 def _key(settings: StoreSettings) -> tuple:
     return (
-        os.getpid(), settings.backend, settings.workspace, os.path.abspath(settings.home), settings.bucket,
-        tuple(settings.cassandra_hosts), settings.cassandra_port, settings.collection, repr(sorted(settings.extra.items())),
+        os.getpid(),
+        settings.backend,
+        settings.workspace,
+        os.path.abspath(settings.home),
+        settings.bucket,
+        tuple(settings.cassandra_hosts),
+        settings.cassandra_port,
+        settings.collection,
+        repr(sorted(settings.extra.items())),
     )
 
 

@@ -189,7 +189,9 @@ def pptx_with_picture() -> bytes:
     slide.placeholders[1].text = "The first slide has no picture."
     slide = deck.slides.add_slide(deck.slide_layouts[5])  # title only
     slide.shapes.title.text = "Results"
-    box = slide.shapes.add_textbox(Emu(72 * EMU_PER_POINT), Emu(180 * EMU_PER_POINT), Emu(250 * EMU_PER_POINT), Emu(40 * EMU_PER_POINT))
+    box = slide.shapes.add_textbox(
+        Emu(72 * EMU_PER_POINT), Emu(180 * EMU_PER_POINT), Emu(250 * EMU_PER_POINT), Emu(40 * EMU_PER_POINT)
+    )
     box.text_frame.text = "The chart shows the results."
     x0, top, x1, bottom = PPTX_PICTURE_BOX_PT
     slide.shapes.add_picture(
@@ -199,7 +201,9 @@ def pptx_with_picture() -> bytes:
         Emu(int((x1 - x0) * EMU_PER_POINT)),
         Emu(int((bottom - top) * EMU_PER_POINT)),
     )
-    box = slide.shapes.add_textbox(Emu(72 * EMU_PER_POINT), Emu(400 * EMU_PER_POINT), Emu(400 * EMU_PER_POINT), Emu(40 * EMU_PER_POINT))
+    box = slide.shapes.add_textbox(
+        Emu(72 * EMU_PER_POINT), Emu(400 * EMU_PER_POINT), Emu(400 * EMU_PER_POINT), Emu(40 * EMU_PER_POINT)
+    )
     box.text_frame.text = "Footnote below the picture."
     return ooxml_bytes(deck)
 
@@ -218,7 +222,7 @@ def data_uri(data: bytes, mime: str = "image/png") -> str:
 def html_with_data_uri_image() -> bytes:
     """A heading, a paragraph, a data: URI PNG, another paragraph, and an external image."""
     return (
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Pictures</title></head><body>\n"
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Pictures</title></head><body>\n'
         "<h1>Pictures</h1>\n<p>Before the picture.</p>\n"
         f'<img src="{data_uri(data_uri_picture())}" alt="blue box">\n'
         "<p>After the picture.</p>\n"
@@ -229,9 +233,7 @@ def html_with_data_uri_image() -> bytes:
 
 def markdown_with_data_uri_image() -> bytes:
     return (
-        "# Pictures\n\nBefore the picture.\n\n"
-        f"![blue box]({data_uri(data_uri_picture())})\n\n"
-        "After the picture.\n"
+        f"# Pictures\n\nBefore the picture.\n\n![blue box]({data_uri(data_uri_picture())})\n\nAfter the picture.\n"
     ).encode()
 
 
@@ -260,15 +262,18 @@ def epub_with_image() -> bytes:
         '<item id="ch2" href="text/ch2.xhtml" media-type="application/xhtml+xml"/>'
     )
     files = {
-        "OEBPS/content.opf": epub_opf("urn:uuid:00000000-0000-4000-8000-000000000000", "Picture Book", manifest,
-                                      ["ch1", "ch2"]),
+        "OEBPS/content.opf": epub_opf(
+            "urn:uuid:00000000-0000-4000-8000-000000000000", "Picture Book", manifest, ["ch1", "ch2"]
+        ),
         "OEBPS/nav.xhtml": epub_nav([("text/ch1.xhtml", "One"), ("text/ch2.xhtml", "Two")]),
         "OEBPS/text/ch1.xhtml": xhtml(
             "One",
             '<h1>Chapter One</h1><p>A photo.</p><img src="../images/photo.jpg" alt="photo"/>'
             '<p>A figure.</p><img src="../images/figure.png" alt="figure"/>',
         ),
-        "OEBPS/text/ch2.xhtml": xhtml("Two", '<h1>Chapter Two</h1><p>The photo again.</p><img src="../images/photo.jpg"/>'),
+        "OEBPS/text/ch2.xhtml": xhtml(
+            "Two", '<h1>Chapter Two</h1><p>The photo again.</p><img src="../images/photo.jpg"/>'
+        ),
     }
     return epub_zip(files, epub_images_bytes())
 
@@ -351,7 +356,9 @@ def eml_with_inline_image() -> bytes:
     """An HTML body (with a plain alternative) showing an inline image by Content-ID."""
     message = email_message("Logo")
     message.set_content("Our logo is below.\n")
-    message.add_alternative(f'<html><body><p>Our logo is below.</p><img src="cid:{EML_INLINE_CID}"></body></html>\n', subtype="html")
+    message.add_alternative(
+        f'<html><body><p>Our logo is below.</p><img src="cid:{EML_INLINE_CID}"></body></html>\n', subtype="html"
+    )
     html_part = message.get_payload()[1]
     html_part.add_related(eml_picture(), maintype="image", subtype="png", cid=f"<{EML_INLINE_CID}>")
     return fixed_boundaries(message).as_bytes()
@@ -528,8 +535,9 @@ def pandoc(markdown_text: str, to: str) -> bytes:
 
     with tempfile.TemporaryDirectory() as folder:
         out = os.path.join(folder, f"out.{to}")
-        subprocess.run(["pandoc", "-f", "markdown", "-t", to, "-s", "-o", out],
-                       input=markdown_text.encode(), check=True)
+        subprocess.run(
+            ["pandoc", "-f", "markdown", "-t", to, "-s", "-o", out], input=markdown_text.encode(), check=True
+        )
         with open(out, "rb") as handle:
             return handle.read()
 
@@ -643,7 +651,9 @@ def long_pdf(pages: int = LONG_PDF_PAGES) -> bytes:
         canvas.setFont("Helvetica", 11)
         for paragraph in range(3):
             for line in range(3):
-                canvas.drawString(72, y, f"Page {number} paragraph {paragraph} line {line} reports what was measured there.")
+                canvas.drawString(
+                    72, y, f"Page {number} paragraph {paragraph} line {line} reports what was measured there."
+                )
                 y -= 14
             y -= 12
         for item in range(2):

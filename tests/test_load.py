@@ -23,7 +23,11 @@ DOCUMENTS = 1000
 def _document(i: int) -> tuple[str, bytes, str]:
     kind = i % 3
     if kind == 0:
-        return f"load-{i:04d}.md", f"# Note {i}\n\nBody of note {i}.\n\n## Part\n\nMore text {i}.\n".encode(), "text/markdown"
+        return (
+            f"load-{i:04d}.md",
+            f"# Note {i}\n\nBody of note {i}.\n\n## Part\n\nMore text {i}.\n".encode(),
+            "text/markdown",
+        )
     if kind == 1:
         return f"load-{i:04d}.txt", f"Plain text document number {i}.\n\nSecond paragraph.\n".encode(), "text/plain"
     return f"load-{i:04d}.csv", f"id,value\n{i},{i * 2}\n".encode(), "text/csv"
@@ -34,17 +38,27 @@ def test_a_thousand_uploads_through_the_sensor_and_the_run_queue(tmp_path):
     dagster_home.mkdir()
     (dagster_home / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text())
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CASSANDRA_", "UD_"))}
-    env.update(DAGSTER_HOME=str(dagster_home), UD_HOME=str(home), UD_BATCH_SIZE="100", DO_NOT_TRACK="true",
-               PYTHONPATH=str(REPO))
+    env.update(
+        DAGSTER_HOME=str(dagster_home),
+        UD_HOME=str(home),
+        UD_BATCH_SIZE="100",
+        DO_NOT_TRACK="true",
+        PYTHONPATH=str(REPO),
+    )
     settings = load_settings(env=env)
     with open_librarian(settings) as lib:
         for i in range(DOCUMENTS):
             doc_id, data, kind = _document(i)
             lib.add_document(doc_id, kind, data, title=doc_id)
 
-    daemon = subprocess.Popen([str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", "workspace.yaml"],
-                              cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
+    daemon = subprocess.Popen(
+        [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-w", "workspace.yaml"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         with open_librarian(settings) as lib:
             deadline = time.time() + 900
@@ -74,7 +88,9 @@ def test_a_thousand_uploads_through_the_sensor_and_the_run_queue(tmp_path):
         runs = instance.get_runs(filters=dg.RunsFilter(tags={"ud/decode": "true"}))
         assert runs and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
         assert len(runs) <= DOCUMENTS // 100 + 2  # batched, not one run per document
-        spans = [(instance.get_run_record_by_id(r.run_id).start_time, instance.get_run_record_by_id(r.run_id).end_time)
-                 for r in runs]
+        spans = [
+            (instance.get_run_record_by_id(r.run_id).start_time, instance.get_run_record_by_id(r.run_id).end_time)
+            for r in runs
+        ]
         for start, _end in spans:  # the run queue kept at most two decoding runs at once
             assert sum(1 for s, e in spans if s <= start < e) <= 2

@@ -64,14 +64,26 @@ def stored_objects(resource: LibrarianResource) -> set[str]:
 
 def test_a_run_killed_mid_write_converges_on_re_run(librarian_resource, instance, tmp_path):
     if librarian_resource.backend == "cassandra":  # a bucket of its own, so that every object in it is accounted for
-        librarian_resource = LibrarianResource(backend="cassandra", workspace=librarian_resource.workspace,
-                                               bucket=f"udkill-{uuid.uuid4().hex[:10]}")
+        librarian_resource = LibrarianResource(
+            backend="cassandra", workspace=librarian_resource.workspace, bucket=f"udkill-{uuid.uuid4().hex[:10]}"
+        )
     lib = librarian_resource.get()
     upload(lib, {"big.pdf": (docgen.pdf_text(150), "application/pdf")})
     child = subprocess.Popen(
-        [sys.executable, "-c", RUN_IN_CHILD, librarian_resource.backend, librarian_resource.home or "",
-         librarian_resource.workspace, librarian_resource.bucket or "", str(tmp_path / "dh")],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-c",
+            RUN_IN_CHILD,
+            librarian_resource.backend,
+            librarian_resource.home or "",
+            librarian_resource.workspace,
+            librarian_resource.bucket or "",
+            str(tmp_path / "dh"),
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         start_new_session=True,
     )
     try:
@@ -106,8 +118,13 @@ def _free_port() -> int:
 
 
 def _minio_binary() -> str:
-    out = subprocess.run(["bash", "-c", "source scripts/services/lib.sh >/dev/null; echo $MINIO_BIN"], cwd=REPO,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        ["bash", "-c", "source scripts/services/lib.sh >/dev/null; echo $MINIO_BIN"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return out.stdout.strip()
 
 
@@ -118,11 +135,17 @@ class PrivateMinio:
         self.port, self.data, self.process = _free_port(), data, None
 
     def start(self):
-        env = {**os.environ, "MINIO_ROOT_USER": os.environ["AWS_ACCESS_KEY_ID"],
-               "MINIO_ROOT_PASSWORD": os.environ["AWS_SECRET_ACCESS_KEY"]}
-        self.process = subprocess.Popen([_minio_binary(), "server", "--quiet", "--address",
-                                         f"127.0.0.1:{self.port}", str(self.data)], env=env,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env = {
+            **os.environ,
+            "MINIO_ROOT_USER": os.environ["AWS_ACCESS_KEY_ID"],
+            "MINIO_ROOT_PASSWORD": os.environ["AWS_SECRET_ACCESS_KEY"],
+        }
+        self.process = subprocess.Popen(
+            [_minio_binary(), "server", "--quiet", "--address", f"127.0.0.1:{self.port}", str(self.data)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.time() + 30
         while time.time() < deadline:
             try:
@@ -150,14 +173,20 @@ def private_minio(tmp_path, monkeypatch, graph_cassandra_run):
     server.stop()
 
 
-def test_object_store_stopped_mid_materialization_then_back_converges(private_minio, instance, graph_cassandra_run,
-                                                                       monkeypatch):
+def test_object_store_stopped_mid_materialization_then_back_converges(
+    private_minio, instance, graph_cassandra_run, monkeypatch
+):
     import ud_assets.processing.runner as runner
 
     resource = LibrarianResource(backend="cassandra", workspace=graph_cassandra_run.new_workspace(), bucket="outage")
     lib = resource.get()
-    upload(lib, {"report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
-                 "notes.md": (docgen.markdown(), "text/markdown")})
+    upload(
+        lib,
+        {
+            "report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
+            "notes.md": (docgen.markdown(), "text/markdown"),
+        },
+    )
     real_store_images = runner.images_stage
 
     def store_images_then_lose_the_server(*args, **kwargs):
@@ -188,16 +217,22 @@ def test_hostile_documents_fail_alone_with_a_named_cause_and_change_nothing(libr
     from tests.decoding.test_limits import _declaring, _package
 
     docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-    bomb = _declaring(_package({"[Content_Types].xml": b"<Types/>", "word/document.xml": bytes(200_000)}),
-                      "word/document.xml", 2 * 1024**3)
+    bomb = _declaring(
+        _package({"[Content_Types].xml": b"<Types/>", "word/document.xml": bytes(200_000)}),
+        "word/document.xml",
+        2 * 1024**3,
+    )
     hostile = {
         "bomb.docx": (bomb, docx, "zip bomb"),
         "locked.pdf": (docgen.pdf_encrypted(), "application/pdf", "password"),
         "lying.pdf": (docgen.docx_with_headings_table_picture(), "application/pdf", "declared as"),
         "noise.docx": (docgen.random_bytes(), docx, "declared as"),
         "truncated.pdf": (docgen.pdf_truncated(), "application/pdf", "could not be parsed"),
-        "nested.html": (b"<html><body>" + b"<div>" * 100_000 + b"deep" + b"</div>" * 100_000 + b"</body></html>",
-                        "text/html", "nested more than"),
+        "nested.html": (
+            b"<html><body>" + b"<div>" * 100_000 + b"deep" + b"</div>" * 100_000 + b"</body></html>",
+            "text/html",
+            "nested more than",
+        ),
     }
     lib = librarian_resource.get()
     upload(lib, {"good.md": (docgen.markdown(), "text/markdown")})
@@ -211,7 +246,8 @@ def test_hostile_documents_fail_alone_with_a_named_cause_and_change_nothing(libr
         assert lib.list_children(doc_id) == []
     decoded = [k for k in keys if lib.get_generation(k)]
     assert lib.triples.count(collection=lib.collection) == len(
-        set().union(*(document_quads(lib.triples, k, lib.collection) for k in decoded)))
+        set().union(*(document_quads(lib.triples, k, lib.collection) for k in decoded))
+    )
 
 
 def _port_open(port: int) -> bool:
@@ -232,8 +268,13 @@ def _cassandra(action: str) -> None:
     if action == "start":
         subprocess.run(["scripts/services/up.sh"], cwd=REPO, check=True, stdout=subprocess.DEVNULL, timeout=300)
         return
-    subprocess.run(["bash", "-c", "source scripts/services/lib.sh && source scripts/services/cassandra.sh && "
-                    "cassandra_stop"], cwd=REPO, check=True, stdout=subprocess.DEVNULL, timeout=300)
+    subprocess.run(
+        ["bash", "-c", "source scripts/services/lib.sh && source scripts/services/cassandra.sh && cassandra_stop"],
+        cwd=REPO,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        timeout=300,
+    )
     port = int(os.environ.get("CASSANDRA_PORT", "9042"))
     deadline = time.time() + 90
     while _port_open(port):
@@ -267,13 +308,22 @@ def test_cassandra_stopped_mid_materialization_then_back_converges(instance, gra
     if graph_cassandra_run.error:
         pytest.fail(graph_cassandra_run.error, pytrace=False)
     if not _this_checkouts_cassandra():  # its data lives in another checkout: stopping it here would lose it
-        pytest.fail("the Cassandra on the test port was started by another checkout's scripts/services; stop it "
-                    "there (make services-down) so that this checkout's `make test` starts its own", pytrace=False)
-    resource = LibrarianResource(backend="cassandra", workspace=graph_cassandra_run.new_workspace(),
-                                 bucket=graph_cassandra_run.bucket)
+        pytest.fail(
+            "the Cassandra on the test port was started by another checkout's scripts/services; stop it "
+            "there (make services-down) so that this checkout's `make test` starts its own",
+            pytrace=False,
+        )
+    resource = LibrarianResource(
+        backend="cassandra", workspace=graph_cassandra_run.new_workspace(), bucket=graph_cassandra_run.bucket
+    )
     lib = resource.get()
-    upload(lib, {"report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
-                 "notes.md": (docgen.markdown(), "text/markdown")})
+    upload(
+        lib,
+        {
+            "report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
+            "notes.md": (docgen.markdown(), "text/markdown"),
+        },
+    )
     real_store_images = runner.images_stage
 
     def store_images_without_cassandra(*args, **kwargs):

@@ -27,10 +27,17 @@ def test_credentials_never_reach_logs_config_metadata_or_errors(tmp_path, monkey
     server.start()
     try:
         monkeypatch.setenv("AWS_ENDPOINT_URL_S3", f"http://127.0.0.1:{server.port}")
-        resource = LibrarianResource(backend="cassandra", workspace=graph_cassandra_run.new_workspace(), bucket="secrets")
+        resource = LibrarianResource(
+            backend="cassandra", workspace=graph_cassandra_run.new_workspace(), bucket="secrets"
+        )
         lib = resource.get()
-        upload(lib, {"notes.md": (docgen.markdown(), "text/markdown"),
-                     "broken.pdf": (docgen.pdf_truncated(), "application/pdf")})
+        upload(
+            lib,
+            {
+                "notes.md": (docgen.markdown(), "text/markdown"),
+                "broken.pdf": (docgen.pdf_truncated(), "application/pdf"),
+            },
+        )
         result = run(resource, instance, ["broken.pdf", "notes.md"])
         assert lib.get_generation("notes.md") is not None  # the secret really was used
         server.stop()  # and a storage failure's message must not carry it either

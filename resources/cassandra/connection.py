@@ -231,7 +231,9 @@ class CassandraConnection:
         self._ready: set[str] = set()
         self._schemas: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
         password = os.environ.get("CASSANDRA_PASSWORD") or ""
-        auth = PlainTextAuthProvider(username=config.username, password=password) if config.username and password else None
+        auth = (
+            PlainTextAuthProvider(username=config.username, password=password) if config.username and password else None
+        )
         profile = ExecutionProfile(
             load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc=config.local_dc or None)),
             consistency_level=ConsistencyLevel.name_to_value[config.consistency],
@@ -442,14 +444,22 @@ class CassandraConnection:
             if name in self._ready:
                 return
             ks = self.cluster.metadata.keyspaces.get(name)
-            if not force and tables and ks is not None and all(t in ks.tables for t in tables) and all(i in ks.indexes for i in indexes):
+            if (
+                not force
+                and tables
+                and ks is not None
+                and all(t in ks.tables for t in tables)
+                and all(i in ks.indexes for i in indexes)
+            ):
                 self._ready.add(name)
                 return
             for cql in statements:
                 self.ddl(cql, f"creating schema {name}")
             with self.errors(f"waiting for schema agreement on {name}"):
                 if not self.cluster.control_connection.wait_for_schema_agreement(wait_time=60):
-                    raise StorageUnavailable(f"Cassandra at {self.config.endpoint}: no schema agreement for {name} after 60 s")
+                    raise StorageUnavailable(
+                        f"Cassandra at {self.config.endpoint}: no schema agreement for {name} after 60 s"
+                    )
             self._ready.add(name)
 
     def create_keyspace_cql(self, keyspace: str) -> str:

@@ -21,7 +21,9 @@ from resources.model import SOURCE, DocumentMetadata, LibrarianError, Record, Up
 
 KEYSPACE = "librarian"
 
-_COLUMNS = "id, workspace, time, kind, title, comments, metadata, tags, object_id, parent_id, document_type, size, sha256"
+_COLUMNS = (
+    "id, workspace, time, kind, title, comments, metadata, tags, object_id, parent_id, document_type, size, sha256"
+)
 
 
 def schema(connection: CassandraConnection) -> list[str]:
@@ -121,7 +123,9 @@ class CassandraDocumentStore:
         self._delete = f"DELETE FROM {ks}.document WHERE workspace = ? AND id = ?"
         self._log = f"INSERT INTO {ks}.upload_log (workspace, seq, id, event, sha256) VALUES (?, now(), ?, ?, ?)"
         self._events = f"SELECT seq, id, event, sha256 FROM {ks}.upload_log WHERE workspace = ? LIMIT ?"
-        self._events_after = f"SELECT seq, id, event, sha256 FROM {ks}.upload_log WHERE workspace = ? AND seq > ? LIMIT ?"
+        self._events_after = (
+            f"SELECT seq, id, event, sha256 FROM {ks}.upload_log WHERE workspace = ? AND seq > ? LIMIT ?"
+        )
 
     def get(self, workspace: str, id: str) -> DocumentMetadata | None:
         rows = list(self.c.execute(self._get, (workspace, id), f"reading document {id!r}"))
@@ -129,9 +133,19 @@ class CassandraDocumentStore:
 
     def insert(self, meta: DocumentMetadata, event: str | None) -> bool:
         row = (
-            meta.id, meta.workspace, meta.time, meta.kind, meta.title, meta.comments,
-            [tuple(m) for m in meta.metadata], list(meta.tags), meta.object_id,
-            meta.parent_id, meta.document_type, meta.size, meta.sha256,
+            meta.id,
+            meta.workspace,
+            meta.time,
+            meta.kind,
+            meta.title,
+            meta.comments,
+            [tuple(m) for m in meta.metadata],
+            list(meta.tags),
+            meta.object_id,
+            meta.parent_id,
+            meta.document_type,
+            meta.size,
+            meta.sha256,
         )
         result = self.c.execute(self._insert, row, f"writing document {meta.id!r}")
         if not result.was_applied:
@@ -144,8 +158,25 @@ class CassandraDocumentStore:
         # Children only: their ids are deterministic, so a plain INSERT (no Paxos round) is safe,
         # and rows of one workspace share a partition: unlogged batches, sent concurrently.
         rows = [
-            (self._upsert, (m.id, m.workspace, m.time, m.kind, m.title, m.comments, [tuple(x) for x in m.metadata],
-                            list(m.tags), m.object_id, m.parent_id, m.document_type, m.size, m.sha256), m.workspace)
+            (
+                self._upsert,
+                (
+                    m.id,
+                    m.workspace,
+                    m.time,
+                    m.kind,
+                    m.title,
+                    m.comments,
+                    [tuple(x) for x in m.metadata],
+                    list(m.tags),
+                    m.object_id,
+                    m.parent_id,
+                    m.document_type,
+                    m.size,
+                    m.sha256,
+                ),
+                m.workspace,
+            )
             for m in metas
         ]
         self.c.write_partitioned(rows, f"writing {len(rows)} child documents")
@@ -190,7 +221,11 @@ class CassandraDocumentStore:
         cols = record_columns(kind)
         names = ", ".join(name for name, _ in cols)
         cql = f"INSERT INTO {KEYSPACE}.record_{kind} (workspace, {names}) VALUES (?, {', '.join('?' * len(cols))})"
-        self.c.execute(cql, (workspace, *(getattr(record, name) for name, _ in cols)), f"writing the {kind} of {record.document_id!r}")
+        self.c.execute(
+            cql,
+            (workspace, *(getattr(record, name) for name, _ in cols)),
+            f"writing the {kind} of {record.document_id!r}",
+        )
 
     def _records(self, kind: str, extra: str, params: tuple) -> list[Record]:
         cols = record_columns(kind)

@@ -84,7 +84,10 @@ def _parts(q: Quad) -> tuple[str, str, str, str, str, str, str]:
 
 def _quad(s: str, p: str, o: str, d: str, otype: str, dtype: str, lang: str) -> Quad:
     return Quad(
-        s=s, p=p, o=Term(o, is_iri=otype == "u", datatype=dtype or "", language=lang or "", is_triple=otype == "t"), g=d or ""
+        s=s,
+        p=p,
+        o=Term(o, is_iri=otype == "u", datatype=dtype or "", language=lang or "", is_triple=otype == "t"),
+        g=d or "",
     )
 
 
@@ -98,13 +101,13 @@ class CassandraTripleStore:
         qks = quote(ks)  # quoted: a workspace may be named like a CQL keyword ("default")
         self.concurrency = concurrency
         self.batch_rows = batch_rows  # rows of one partition per UNLOGGED batch; 1 = one request a row
-        self.c.ensure_schema(ks, schema(connection, ks), ["quads_by_entity", "quads_by_collection", "collection_metadata"])
+        self.c.ensure_schema(
+            ks, schema(connection, ks), ["quads_by_entity", "quads_by_collection", "collection_metadata"]
+        )
         self._collections: set[str] = set()
         cols = "collection, entity, role, p, otype, s, o, d, dtype, lang"
         self._ins_entity = f"INSERT INTO {qks}.quads_by_entity ({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-        self._ins_coll = (
-            f"INSERT INTO {qks}.quads_by_collection (collection, d, s, p, o, otype, dtype, lang) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-        )
+        self._ins_coll = f"INSERT INTO {qks}.quads_by_collection (collection, d, s, p, o, otype, dtype, lang) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         sel = f"SELECT p, otype, s, o, d, dtype, lang FROM {qks}.quads_by_entity WHERE collection = ? AND entity = ? AND role = ?"
         self._sel_role = sel
         self._sel_role_p = sel + " AND p = ?"
@@ -121,7 +124,9 @@ class CassandraTripleStore:
         self._count = f"SELECT COUNT(*) FROM {qks}.quads_by_collection WHERE collection = ?"
         self._count_d = self._count + " AND d = ?"
         self._coll_get = f"SELECT collection FROM {qks}.collection_metadata WHERE collection = ?"
-        self._coll_put = f"INSERT INTO {qks}.collection_metadata (collection, created_at) VALUES (?, toTimestamp(now()))"
+        self._coll_put = (
+            f"INSERT INTO {qks}.collection_metadata (collection, created_at) VALUES (?, toTimestamp(now()))"
+        )
 
     def _entity_rows(self, collection: str, s: str, p: str, o: str, d: str, otype: str, dtype: str, lang: str):
         """(entity, role) partitions a quad is written to, as upstream's insert does."""
@@ -142,7 +147,19 @@ class CassandraTripleStore:
     def _write(self, rows: list[tuple[str, tuple, object]], what: str) -> None:
         self.c.write_partitioned(rows, what, self.concurrency, max_rows=self.batch_rows)
 
-    def _rows_of(self, collection: str, s: str, p: str, o: str, d: str, otype: str, dtype: str, lang: str, coll_cql: str, ent_cql: str):
+    def _rows_of(
+        self,
+        collection: str,
+        s: str,
+        p: str,
+        o: str,
+        d: str,
+        otype: str,
+        dtype: str,
+        lang: str,
+        coll_cql: str,
+        ent_cql: str,
+    ):
         """(cql, params, partition) of every row of one quad: quads_by_collection, then each entity role."""
         yield coll_cql, (collection, d, s, p, o, otype, dtype, lang), collection
         for entity, role in self._entity_rows(collection, s, p, o, d, otype, dtype, lang):
@@ -194,9 +211,15 @@ class CassandraTripleStore:
         # The cheapest partition: subject, else an IRI/triple object, else predicate, else the collection.
         params: tuple[str, ...]
         if s is not None:
-            cql, params = (self._sel_role_p, (collection, s, S, p)) if p is not None else (self._sel_role, (collection, s, S))
+            cql, params = (
+                (self._sel_role_p, (collection, s, S, p)) if p is not None else (self._sel_role, (collection, s, S))
+            )
         elif o is not None and o.otype in ("u", "t"):
-            cql, params = (self._sel_role_p, (collection, o.value, O, p)) if p is not None else (self._sel_role, (collection, o.value, O))
+            cql, params = (
+                (self._sel_role_p, (collection, o.value, O, p))
+                if p is not None
+                else (self._sel_role, (collection, o.value, O))
+            )
         elif p is not None:
             cql, params = self._sel_role, (collection, p, P)
         elif g is not None:
@@ -212,7 +235,9 @@ class CassandraTripleStore:
                 break
         return out
 
-    def delete_subjects(self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION) -> int:
+    def delete_subjects(
+        self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
+    ) -> int:
         """Delete every quad of graph g whose subject is one of subjects, from both tables."""
         g = g or DEFAULT_GRAPH
         subjects = list(dict.fromkeys(subjects))
@@ -226,7 +251,11 @@ class CassandraTripleStore:
                     if r.d != g:
                         continue
                     n += 1
-                    work.extend(self._rows_of(collection, r.s, r.p, r.o, r.d, r.otype, r.dtype, r.lang, self._del_coll, self._del_entity))
+                    work.extend(
+                        self._rows_of(
+                            collection, r.s, r.p, r.o, r.d, r.otype, r.dtype, r.lang, self._del_coll, self._del_entity
+                        )
+                    )
         self._write(work, what)
         return n
 

@@ -114,7 +114,7 @@ def main() -> int:
     try:
         print(ping(host, port, user, password))
         return 0
-    except Exception as exc:  # noqa: BLE001 - any failure just means "not ready yet"
+    except Exception as exc:
         print(f"not ready: {exc}", file=sys.stderr)
         return 1
 

@@ -7,8 +7,23 @@ from bench.processes import cold_partition_command
 from bench.run import compute, document_keys, pick_large_pdf, pick_upload_file
 from bench.workers import generated_quads, range_tags, raw_kwargs
 
-SUPPORTED = {"PDF", "DOCX", "PPTX", "XLSX", "XLS", "HTML", "Markdown", "TXT", "CSV", "TSV", "RST", "RTF", "ODT",
-             "EPUB", "EML"}
+SUPPORTED = {
+    "PDF",
+    "DOCX",
+    "PPTX",
+    "XLSX",
+    "XLS",
+    "HTML",
+    "Markdown",
+    "TXT",
+    "CSV",
+    "TSV",
+    "RST",
+    "RTF",
+    "ODT",
+    "EPUB",
+    "EML",
+}
 
 
 # -- ratios and verdicts ---------------------------------------------------------------------
@@ -28,32 +43,48 @@ def test_median_and_spread_ignore_missing_samples():
     assert report.spread([1.0, 2.0, 3.0]) == pytest.approx(1.0)  # (3 - 1) / 2
 
 
-@pytest.mark.parametrize(("kind", "limit", "value", "verdict"), [
-    ("max", 1.25, 1.25, "PASS"),  # the bound itself passes
-    ("max", 1.25, 1.2501, "FAIL"),
-    ("min", 5000, 5000, "PASS"),
-    ("min", 5000, 4999.9, "FAIL"),
-    ("max", 1.5, None, "n/a"),
-])
+@pytest.mark.parametrize(
+    ("kind", "limit", "value", "verdict"),
+    [
+        ("max", 1.25, 1.25, "PASS"),  # the bound itself passes
+        ("max", 1.25, 1.2501, "FAIL"),
+        ("min", 5000, 5000, "PASS"),
+        ("min", 5000, 4999.9, "FAIL"),
+        ("max", 1.5, None, "n/a"),
+    ],
+)
 def test_target_verdicts_at_the_bounds(kind, limit, value, verdict):
     assert report.Target("x", kind, limit, "").verdict(value) == verdict
 
 
 def test_the_four_targets_of_the_issue():
     targets = {t.figure: (t.kind, t.limit) for t in report.TARGETS}
-    assert targets == {"graph_vs_raw": ("max", 1.25), "upload_vs_cold": ("max", 1.5),
-                       "large_pdf_rss_ratio": ("max", 1.5), "triples_per_s": ("min", 5000)}
+    assert targets == {
+        "graph_vs_raw": ("max", 1.25),
+        "upload_vs_cold": ("max", 1.5),
+        "large_pdf_rss_ratio": ("max", 1.5),
+        "triples_per_s": ("min", 5000),
+    }
 
 
 def test_figures_and_verdicts():
-    verdicts = report.figures_and_verdicts({
-        "graph_s": 12.0, "raw_warm_s": 10.0,  # 1.2 -> PASS
-        "upload_to_triples_s": 9.0, "cold_partition_s": 5.0,  # 1.8 -> FAIL
-        "large_pdf_graph_peak_rss_mb": 900.0, "large_pdf_bare_peak_rss_mb": 600.0,  # 1.5 -> PASS
-        "triples_per_s": 4000.0,  # FAIL
-    })
+    verdicts = report.figures_and_verdicts(
+        {
+            "graph_s": 12.0,
+            "raw_warm_s": 10.0,  # 1.2 -> PASS
+            "upload_to_triples_s": 9.0,
+            "cold_partition_s": 5.0,  # 1.8 -> FAIL
+            "large_pdf_graph_peak_rss_mb": 900.0,
+            "large_pdf_bare_peak_rss_mb": 600.0,  # 1.5 -> PASS
+            "triples_per_s": 4000.0,  # FAIL
+        }
+    )
     assert {k: v["verdict"] for k, v in verdicts.items()} == {
-        "graph_vs_raw": "PASS", "upload_vs_cold": "FAIL", "large_pdf_rss_ratio": "PASS", "triples_per_s": "FAIL"}
+        "graph_vs_raw": "PASS",
+        "upload_vs_cold": "FAIL",
+        "large_pdf_rss_ratio": "PASS",
+        "triples_per_s": "FAIL",
+    }
     assert verdicts["graph_vs_raw"]["value"] == pytest.approx(1.2)
     assert verdicts["upload_vs_cold"]["value"] == pytest.approx(1.8)
     assert verdicts["large_pdf_rss_ratio"]["target"] == "<= 1.5"
@@ -68,20 +99,38 @@ def test_missing_figures_give_no_verdict():
 def _measurements(tmp_path, others_cpu_s: float = 0.1):
     paths = {"a.pdf": tmp_path / "a.pdf", "b.md": tmp_path / "b.md"}
     quiet = {"loadavg_before": (0.2, 0, 0), "others_cpu_s": others_cpu_s}
-    raw = [{"loop_s": s, "done_at": 100.0 + t, "files": [{"file": "a.pdf", "s": 2.0}, {"file": "b.md", "s": 0.5}],
-            "process": {"launched_at": 100.0, "wall_s": t, "peak_rss_mb": rss, **quiet}}
-           for s, t, rss in ((10.0, 20.0, 500.0), (12.0, 22.0, 520.0), (11.0, 30.0, 510.0))]
-    graph = [{"corpus": {"run_s": s, "done_at": 200.0 + t, "document_s": {"a.pdf": 3.0, "b.md": 0.5}},
-              "process": {"launched_at": 200.0, "peak_rss_mb": 700.0, **quiet}}
-             for s, t in ((13.0, 30.0), (14.0, 33.0), (12.0, 31.0))]
-    upload = [{"done_at": 300.0 + t, "document_triples": 5, "process": {"launched_at": 300.0, **quiet}}
-              for t in (10.0, 9.0, 11.0)]
+    raw = [
+        {
+            "loop_s": s,
+            "done_at": 100.0 + t,
+            "files": [{"file": "a.pdf", "s": 2.0}, {"file": "b.md", "s": 0.5}],
+            "process": {"launched_at": 100.0, "wall_s": t, "peak_rss_mb": rss, **quiet},
+        }
+        for s, t, rss in ((10.0, 20.0, 500.0), (12.0, 22.0, 520.0), (11.0, 30.0, 510.0))
+    ]
+    graph = [
+        {
+            "corpus": {"run_s": s, "done_at": 200.0 + t, "document_s": {"a.pdf": 3.0, "b.md": 0.5}},
+            "process": {"launched_at": 200.0, "peak_rss_mb": 700.0, **quiet},
+        }
+        for s, t in ((13.0, 30.0), (14.0, 33.0), (12.0, 31.0))
+    ]
+    upload = [
+        {"done_at": 300.0 + t, "document_triples": 5, "process": {"launched_at": 300.0, **quiet}}
+        for t in (10.0, 9.0, 11.0)
+    ]
     cold = [{"process": {"wall_s": w, **quiet}} for w in (6.0, 5.0, 7.0)]
     large_graph = {"corpus": {"run_s": 40.0}, "process": {"peak_rss_mb": 900.0, "tree_peak_pss_mb": 700.0, **quiet}}
     large_bare = {"process": {"peak_rss_mb": 800.0, "wall_s": 20.0, "tree_peak_pss_mb": 400.0, **quiet}}
     triples = {"quads": 49_999, "insert_s": 5.0}
-    return ({"raw": raw, "graph": graph, "upload": upload, "cold": cold}, large_graph, large_bare, triples,
-            {"files": 2}, paths)
+    return (
+        {"raw": raw, "graph": graph, "upload": upload, "cold": cold},
+        large_graph,
+        large_bare,
+        triples,
+        {"files": 2},
+        paths,
+    )
 
 
 def test_compute_takes_medians_and_measures_from_launch(tmp_path):
@@ -94,8 +143,12 @@ def test_compute_takes_medians_and_measures_from_launch(tmp_path):
     assert f["graph_vs_raw_including_startup"] == pytest.approx(31 / 22)
     assert f["large_pdf_pss_ratio"] == pytest.approx(1.75)
     verdicts = {k: v["verdict"] for k, v in out["targets"].items()}
-    assert verdicts == {"graph_vs_raw": "PASS", "upload_vs_cold": "FAIL", "large_pdf_rss_ratio": "PASS",
-                        "triples_per_s": "PASS"}
+    assert verdicts == {
+        "graph_vs_raw": "PASS",
+        "upload_vs_cold": "FAIL",
+        "large_pdf_rss_ratio": "PASS",
+        "triples_per_s": "PASS",
+    }
     assert out["per_file"][0] == {"file": "a.pdf", "raw_s": 2.0, "graph_document_s": 3.0, "ratio": 1.5}
     assert out["samples"]["spread"]["graph_s"] == pytest.approx(2 / 13)
     assert not any("Other processes" in n for n in out["notes"])
@@ -120,8 +173,15 @@ def test_number_formatting():
 
 
 def test_table_rows_end_with_the_four_verdicts():
-    figures = {"graph_s": 12.5, "raw_warm_s": 10.0, "upload_to_triples_s": 3.0, "cold_partition_s": 2.0,
-               "large_pdf_graph_peak_rss_mb": 600.0, "large_pdf_bare_peak_rss_mb": 500.0, "triples_per_s": 6000.0}
+    figures = {
+        "graph_s": 12.5,
+        "raw_warm_s": 10.0,
+        "upload_to_triples_s": 3.0,
+        "cold_partition_s": 2.0,
+        "large_pdf_graph_peak_rss_mb": 600.0,
+        "large_pdf_bare_peak_rss_mb": 500.0,
+        "triples_per_s": 6000.0,
+    }
     rows = report.table_rows(figures, report.figures_and_verdicts(figures))
     assert len(rows) == len(report.ROWS) + 4
     assert [r[3] for r in rows[-4:]] == ["PASS", "PASS", "PASS", "PASS"]
@@ -141,7 +201,11 @@ def test_table_columns_are_aligned():
 
 def test_markdown_table():
     text = report.markdown_table([("a|b", "1", "<= 2", "PASS")])
-    assert text.splitlines() == ["| figure | value | target | verdict |", "|---|---|---|---|", "| a\\|b | 1 | <= 2 | PASS |"]
+    assert text.splitlines() == [
+        "| figure | value | target | verdict |",
+        "|---|---|---|---|",
+        "| a\\|b | 1 | <= 2 | PASS |",
+    ]
 
 
 # -- the corpus ------------------------------------------------------------------------------
@@ -204,8 +268,10 @@ def test_document_keys_replace_names_dagster_refuses(tmp_path):
 
 def test_range_tags():
     assert range_tags(["a"]) == {"dagster/partition": "a"}
-    assert range_tags(["a", "b", "c"]) == {"dagster/asset_partition_range_start": "a",
-                                           "dagster/asset_partition_range_end": "c"}
+    assert range_tags(["a", "b", "c"]) == {
+        "dagster/asset_partition_range_start": "a",
+        "dagster/asset_partition_range_end": "c",
+    }
 
 
 def test_only_emails_get_extra_partition_arguments():
@@ -228,16 +294,38 @@ def test_generated_quads_count_and_shape():
 
 def test_breakdown_sums_stage_timings_and_attributes_the_rest():
     timings = {
-        "big.pdf": {"sections.partition_s": 10.5, "elements.partition_s": 9.6, "elements.decoder_wall_s": 9.5,
-                    "elements.decoder_work_s": 9.0, "sections.sections_s": 2.0, "images.store_s": 0.5,
-                    "provenance_triples.store_s": 1.0, "chunks.chunk_s": 3.0},
-        "a.md": {"sections.partition_s": 0.3, "elements.partition_s": 0.2, "sections.sections_s": 0.1,
-                 "chunks.chunk_s": 0.1},  # decoded without isolation: no decoder_* timings
+        "big.pdf": {
+            "sections.partition_s": 10.5,
+            "elements.partition_s": 9.6,
+            "elements.decoder_wall_s": 9.5,
+            "elements.decoder_work_s": 9.0,
+            "sections.sections_s": 2.0,
+            "images.store_s": 0.5,
+            "provenance_triples.store_s": 1.0,
+            "chunks.chunk_s": 3.0,
+        },
+        "a.md": {
+            "sections.partition_s": 0.3,
+            "elements.partition_s": 0.2,
+            "sections.sections_s": 0.1,
+            "chunks.chunk_s": 0.1,
+        },  # decoded without isolation: no decoder_* timings
     }
     parts = report.breakdown(timings, {"big.pdf": 17.5, "a.md": 0.6}, run_s=20.0)
-    assert parts == pytest.approx({"decode": 9.2, "isolation": 0.5, "elements_other": 1.1, "sections": 2.1,
-                                   "images": 0.5, "provenance_triples": 1.0, "chunks": 3.1, "other_in_document": 0.6,
-                                   "waiting_for_parses": 0.0, "dagster": 1.9})
+    assert parts == pytest.approx(
+        {
+            "decode": 9.2,
+            "isolation": 0.5,
+            "elements_other": 1.1,
+            "sections": 2.1,
+            "images": 0.5,
+            "provenance_triples": 1.0,
+            "chunks": 3.1,
+            "other_in_document": 0.6,
+            "waiting_for_parses": 0.0,
+            "dagster": 1.9,
+        }
+    )
     assert sum(parts.values()) == pytest.approx(20.0)  # the parts cover the whole run
     # Parsed in the background: the step's waits for parses are not Dagster's time.
     waited = report.breakdown(timings, {"big.pdf": 17.5, "a.md": 0.6}, run_s=20.0, parse_wait_s={"big.pdf": 1.5})

@@ -10,8 +10,14 @@ from tests import docgen
 
 
 def ud(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "ud_assets.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(cwd)}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "ud_assets.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(cwd)},
+        timeout=300,
+    )
 
 
 def test_decode_prints_json_per_file_and_a_one_line_error_for_a_bad_one(tmp_path):
@@ -28,7 +34,7 @@ def test_decode_prints_json_per_file_and_a_one_line_error_for_a_bad_one(tmp_path
     assert notes["document"]["mime_type"] == "text/markdown" and len(notes["sections"]) == 4
     for section in notes["sections"]:
         for element in section["elements"]:
-            assert section["text"][element["offset"]:element["offset"] + element["length"]] == element["text"]
+            assert section["text"][element["offset"] : element["offset"] + element["length"]] == element["text"]
 
 
 def test_decode_nquads_parse_as_rdf(tmp_path):

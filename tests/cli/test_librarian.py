@@ -142,8 +142,14 @@ def test_real_process_prints_no_traceback(tmp_path):
         "sys.exit(a.handler(a))\n"
     )
     env = {"PATH": "/usr/bin:/bin", "UD_HOME": str(tmp_path / "ud"), "DO_NOT_TRACK": "true"}
-    proc = subprocess.run([sys.executable, "-c", code, "librarian", "rm", "nothing-here"], env=env,
-                          capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "librarian", "rm", "nothing-here"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=str(tmp_path),
+    )
     assert proc.returncode == 1
     assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
     assert "'nothing-here' not found" in proc.stderr

@@ -7,8 +7,14 @@ from ud_assets.decoding.model import Element, ImageData
 _ids = count(1)
 
 
-def el(category: str = "NarrativeText", text: str = "text", depth: int | None = None, html: str | None = None,
-       page: int | None = None, image: bytes | None = None) -> Element:
+def el(
+    category: str = "NarrativeText",
+    text: str = "text",
+    depth: int | None = None,
+    html: str | None = None,
+    page: int | None = None,
+    image: bytes | None = None,
+) -> Element:
     return Element(
         element_id=f"e{next(_ids)}",
         category=category,

@@ -37,6 +37,6 @@ def test_every_element_has_an_exact_offset_including_empty_ones():
     assert out.text == "first\n\n<table/>\n\nlast"
     assert [p.element_id for p in out.elements] == [e.element_id for e in elements]
     for placed in out.elements:
-        assert out.text[placed.offset:placed.offset + placed.length] == placed.text
+        assert out.text[placed.offset : placed.offset + placed.length] == placed.text
     assert [p.length for p in out.elements] == [0, 5, 0, 0, 8, 4]
     assert out.elements[4].offset == 7

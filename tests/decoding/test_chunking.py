@@ -226,7 +226,11 @@ def test_chunk_ids_are_deterministic_and_distinct():
 def test_chunk_generation_depends_on_the_section_generation_and_the_parameters():
     base = chunk_generation("g" * 32, 2000, 100)
     assert base == chunk_generation("g" * 32, 2000, 100) and len(base) == 32
-    others = {chunk_generation("h" * 32, 2000, 100), chunk_generation("g" * 32, 1000, 100), chunk_generation("g" * 32, 2000, 50)}
+    others = {
+        chunk_generation("h" * 32, 2000, 100),
+        chunk_generation("g" * 32, 1000, 100),
+        chunk_generation("g" * 32, 2000, 50),
+    }
     assert base not in others and len(others) == 3
 
 

@@ -36,9 +36,9 @@ FORMATS = {
 def assert_offsets_exact(result):
     text = result.text
     for section in result.sections:
-        assert text[section.char_offset:section.char_offset + section.char_length] == section.text, section.label
+        assert text[section.char_offset : section.char_offset + section.char_length] == section.text, section.label
         for element in section.elements:
-            assert section.text[element.offset:element.offset + element.length] == element.text
+            assert section.text[element.offset : element.offset + element.length] == element.text
     leaves = [s for s in result.sections if s.leaf]
     assert text == "\n\n".join(s.text for s in leaves)
 
@@ -51,8 +51,13 @@ def decoded():
         key = (name, tuple(sorted(options.items())))
         if key not in cache:
             generator, filename, *_ = FORMATS[name]
-            cache[key] = decode(generator(), document_id=f"doc-{name}", filename=filename,
-                                config=DecoderConfig(**options), title=filename)
+            cache[key] = decode(
+                generator(),
+                document_id=f"doc-{name}",
+                filename=filename,
+                config=DecoderConfig(**options),
+                title=filename,
+            )
         return cache[key]
 
     return get
@@ -116,14 +121,17 @@ def test_size_strategy_bounds_the_assembled_text(decoded):
         assert len(section.text) <= 80 or len(section.elements) == 1
 
 
-@pytest.mark.parametrize("name, count, mimes", [
-    ("pdf_images", 3, {"image/jpeg", "image/png"}),
-    ("docx", 1, {"image/png"}),
-    ("pptx", 1, {"image/jpeg", "image/png"}),
-    ("html_images", 1, {"image/png"}),
-    ("epub", 1, None),
-    ("eml", 1, {"image/png"}),
-])
+@pytest.mark.parametrize(
+    "name, count, mimes",
+    [
+        ("pdf_images", 3, {"image/jpeg", "image/png"}),
+        ("docx", 1, {"image/png"}),
+        ("pptx", 1, {"image/jpeg", "image/png"}),
+        ("html_images", 1, {"image/png"}),
+        ("epub", 1, None),
+        ("eml", 1, {"image/png"}),
+    ],
+)
 def test_images_are_stored_with_their_parent_and_counted(name, count, mimes):
     generators = {
         "pdf_images": (docgen.pdf_with_text_and_image, "i.pdf"),
@@ -161,7 +169,9 @@ def test_ids_are_deterministic_and_change_with_the_input():
     first = decode(data, document_id="d", filename="d.md", config=DecoderConfig(section_strategy="heading"))
     again = decode(data, document_id="d", filename="d.md", config=DecoderConfig(section_strategy="heading"))
     assert [s.id for s in first.sections] == [s.id for s in again.sections]
-    changed = decode(data + b"\nMore.\n", document_id="d", filename="d.md", config=DecoderConfig(section_strategy="heading"))
+    changed = decode(
+        data + b"\nMore.\n", document_id="d", filename="d.md", config=DecoderConfig(section_strategy="heading")
+    )
     assert not {s.id for s in first.sections} & {s.id for s in changed.sections}
 
 
@@ -179,8 +189,20 @@ def test_json_shape(decoded):
     out = result_to_json(decoded("pdf"))
     assert set(out) == {"document", "sections", "images", "triples"}
     assert set(out["document"]) == {"id", "mime_type", "sha256", "unstructured_version", "strategy_used"}
-    assert set(out["sections"][0]) >= {"id", "type", "label", "parent", "page_number", "char_offset", "char_length",
-                                       "text", "element_types", "table_count", "image_count", "elements"}
+    assert set(out["sections"][0]) >= {
+        "id",
+        "type",
+        "label",
+        "parent",
+        "page_number",
+        "char_offset",
+        "char_length",
+        "text",
+        "element_types",
+        "table_count",
+        "image_count",
+        "elements",
+    }
     json.dumps(out)
 
 
@@ -198,14 +220,17 @@ def test_the_stored_json_of_an_element_has_every_field():
     assert stored["image"] is not None and list(stored["image"]) == [f.name for f in fields(ImageData)]
 
 
-@pytest.mark.parametrize("data, filename, cause", [
-    (b"", "empty.pdf", "empty"),
-    (docgen.pdf_truncated(), "t.pdf", "could not be parsed"),
-    (docgen.pdf_encrypted(), "e.pdf", "password"),
-    (docgen.xlsx_encrypted(), "e.xlsx", "password"),
-    (docgen.random_bytes(), "r.docx", ""),
-    (docgen.pdf_text(1), "wrong.docx", ""),
-])
+@pytest.mark.parametrize(
+    "data, filename, cause",
+    [
+        (b"", "empty.pdf", "empty"),
+        (docgen.pdf_truncated(), "t.pdf", "could not be parsed"),
+        (docgen.pdf_encrypted(), "e.pdf", "password"),
+        (docgen.xlsx_encrypted(), "e.xlsx", "password"),
+        (docgen.random_bytes(), "r.docx", ""),
+        (docgen.pdf_text(1), "wrong.docx", ""),
+    ],
+)
 def test_bad_inputs_give_a_short_clear_error(data, filename, cause):
     try:
         result = decode(data, document_id=filename, filename=filename)

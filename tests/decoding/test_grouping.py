@@ -23,6 +23,7 @@ def sizes(groups):
 
 # --- upstream semantics ------------------------------------------------------------------------
 
+
 def test_whole_document_keeps_the_same_objects_in_order():
     elements = [T(), N(), Tab()]
     groups = whole_document(elements)
@@ -71,6 +72,7 @@ def test_unknown_strategy_is_rejected():
 
 # --- improvements --------------------------------------------------------------------------------
 
+
 def test_size_measures_assembled_text_with_table_html_and_separators():
     html = "<table>" + "<tr><td>cell</td></tr>" * 10 + "</table>"  # 227 chars, plain text only 40
     elements = [Tab("cell " * 8, html=html), N("x" * 40)]
@@ -83,7 +85,14 @@ def test_size_measures_assembled_text_with_table_html_and_separators():
 
 def test_heading_depth_gives_nested_sections_with_parents():
     h1, p1, h2a, p2a, h3, p3, h2b, h1b = (
-        T("H1", 0), N("p1"), T("H2a", 1), N("p2a"), T("H3", 2), N("p3"), T("H2b", 1), T("H1b", 0),
+        T("H1", 0),
+        N("p1"),
+        T("H2a", 1),
+        N("p2a"),
+        T("H3", 2),
+        N("p3"),
+        T("H2b", 1),
+        T("H1b", 0),
     )
     groups = heading_groups([h1, p1, h2a, p2a, h3, p3, h2b, h1b])
     assert [g.elements[0].text for g in groups] == ["H1", "H2a", "H3", "H2b", "H1b"]
@@ -113,4 +122,7 @@ def test_pages_in_page_order_and_split_within_pages_only_when_asked():
     cfg = DecoderConfig(section_strategy="count", section_element_count=1, section_within_pages=True)
     split = dict(page_groups(elements, cfg))
     assert len(split[1].children) == 2 and len(split[2].children) == 2
-    assert all(not g.children for _, g in page_groups(elements, DecoderConfig(section_strategy="count", section_element_count=1)))
+    assert all(
+        not g.children
+        for _, g in page_groups(elements, DecoderConfig(section_strategy="count", section_element_count=1))
+    )

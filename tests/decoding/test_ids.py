@@ -15,7 +15,9 @@ def test_entity_ids_are_deterministic_and_depend_on_every_input():
         ids.entity_id("doc-1", fp, "section", 1),
         ids.entity_id("doc-1", ids.fingerprint("b" * 64, "0.27.35", DecoderConfig()), "page", 1),
         ids.entity_id("doc-1", ids.fingerprint("a" * 64, "0.28.0", DecoderConfig()), "page", 1),
-        ids.entity_id("doc-1", ids.fingerprint("a" * 64, "0.27.35", DecoderConfig(section_strategy="heading")), "page", 1),
+        ids.entity_id(
+            "doc-1", ids.fingerprint("a" * 64, "0.27.35", DecoderConfig(section_strategy="heading")), "page", 1
+        ),
     }
     assert first not in others and len(others) == 6
 
@@ -25,8 +27,14 @@ def test_the_fingerprint_covers_every_decoder_option_and_keeps_its_value():
     # Stored generations are keyed by fingerprints: a new value re-decodes every document, so
     # it changes only with DECODER_LOGIC_VERSION (update these then).
     assert ids.fingerprint("a" * 64, "0.27.35", DecoderConfig()) == "aba56072fecf0e6197622be478553f94"
-    options = DecoderConfig(strategy="fast", languages=("eng", "deu"), section_strategy="size",
-                            section_element_count=3, section_max_size=99, section_within_pages=True)
+    options = DecoderConfig(
+        strategy="fast",
+        languages=("eng", "deu"),
+        section_strategy="size",
+        section_element_count=3,
+        section_max_size=99,
+        section_within_pages=True,
+    )
     assert ids.fingerprint("a" * 64, "0.27.35", options) == "89c3ad2a237c81e8c6cf64ca7df2acef"
 
 

@@ -87,7 +87,9 @@ def test_a_hanging_document_is_stopped_and_the_next_one_decodes(warm):
 
 @pytest.mark.parametrize("request_bytes", [b"balloon", b"creep"])
 def test_a_ballooning_document_is_stopped_and_reported(request_bytes):
-    with IsolatedPartitioner(Limits(timeout_s=60, memory_mb=512), target=balloons_on_request, warm=False) as partitioner:
+    with IsolatedPartitioner(
+        Limits(timeout_s=60, memory_mb=512), target=balloons_on_request, warm=False
+    ) as partitioner:
         with pytest.raises(DecodeError) as caught:
             partitioner.partition(request_bytes, detect.PLAIN, CONFIG)
         assert str(caught.value) == "exceeded the memory limit of 512 MB (UD_DECODE_MEMORY_MB)"
@@ -96,11 +98,14 @@ def test_a_ballooning_document_is_stopped_and_reported(request_bytes):
     assert _no_children_left()
 
 
-@pytest.mark.parametrize("request_bytes,expected", [
-    (b"segfault", "decoder crashed: killed by signal 11 (SIGSEGV)"),
-    (b"exit", "decoder crashed: exited with status 3 without a result"),
-    (b"bug", "text/plain could not be parsed: KeyError: 'missing'"),
-])
+@pytest.mark.parametrize(
+    "request_bytes,expected",
+    [
+        (b"segfault", "decoder crashed: killed by signal 11 (SIGSEGV)"),
+        (b"exit", "decoder crashed: exited with status 3 without a result"),
+        (b"bug", "text/plain could not be parsed: KeyError: 'missing'"),
+    ],
+)
 def test_a_crashing_child_is_reported(request_bytes, expected):
     with IsolatedPartitioner(Limits(timeout_s=60), target=crashes_on_request, warm=False) as partitioner:
         with pytest.raises(DecodeError) as caught:
@@ -137,6 +142,7 @@ def test_isolation_can_be_disabled(monkeypatch):
 def test_children_survive_a_parent_that_used_torch_openmp():
     """GNU OpenMP's pool is dead in a forked child once the parent used it: the child must not hang."""
     import torch  # installed with unstructured[all-docs]
+
     matrix = torch.rand(300, 300)
     (matrix @ matrix).sum().item()  # the parent's OpenMP pool is now started
 
@@ -216,8 +222,10 @@ def test_a_long_pdf_is_parsed_as_page_ranges_side_by_side_giving_the_same_elemen
     whole = partition_bytes(data, detect.PDF, CONFIG)
     # Page 19 opens the second range without a heading: its text's parent is on page 18.
     assert any(e.page_number == 19 and e.parent_id for e in whole.elements)
-    with IsolatedPartitioner(Limits(timeout_s=120, workers=2)) as two, \
-            IsolatedPartitioner(Limits(timeout_s=120, workers=1)) as one:
+    with (
+        IsolatedPartitioner(Limits(timeout_s=120, workers=2)) as two,
+        IsolatedPartitioner(Limits(timeout_s=120, workers=1)) as one,
+    ):
         split, split_stats = two.partition(data, detect.PDF, CONFIG)
         single, single_stats = one.partition(data, detect.PDF, CONFIG)
     assert split_stats["parts"] == 2 and "parts" not in single_stats

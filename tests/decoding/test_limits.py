@@ -25,13 +25,24 @@ def refused(data: bytes, mime: str, limits: Limits = DEFAULT) -> str:
 
 def test_limits_defaults_and_environment():
     assert Limits.from_env({}) == Limits(timeout_s=300, memory_mb=4096, max_bytes=512 * MiB, max_pages=5000)
-    env = {"UD_DECODE_TIMEOUT_S": "2.5", "UD_DECODE_MEMORY_MB": "512", "UD_DECODE_MAX_BYTES": "1000",
-           "UD_DECODE_MAX_PAGES": " 7 "}
+    env = {
+        "UD_DECODE_TIMEOUT_S": "2.5",
+        "UD_DECODE_MEMORY_MB": "512",
+        "UD_DECODE_MAX_BYTES": "1000",
+        "UD_DECODE_MAX_PAGES": " 7 ",
+    }
     assert Limits.from_env(env) == Limits(timeout_s=2.5, memory_mb=512, max_bytes=1000, max_pages=7)
 
 
-@pytest.mark.parametrize("name,value", [("UD_DECODE_TIMEOUT_S", "soon"), ("UD_DECODE_MEMORY_MB", "0"),
-                                        ("UD_DECODE_MAX_PAGES", "-3"), ("UD_DECODE_MAX_BYTES", "1.5")])
+@pytest.mark.parametrize(
+    "name,value",
+    [
+        ("UD_DECODE_TIMEOUT_S", "soon"),
+        ("UD_DECODE_MEMORY_MB", "0"),
+        ("UD_DECODE_MAX_PAGES", "-3"),
+        ("UD_DECODE_MAX_BYTES", "1.5"),
+    ],
+)
 def test_bad_limits_name_the_setting(name, value):
     with pytest.raises(ConfigError, match=name):
         Limits.from_env({name: value})
@@ -40,24 +51,27 @@ def test_bad_limits_name_the_setting(name, value):
 # -- documents that pass ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make,mime", [
-    (docgen.markdown, detect.MARKDOWN),
-    (docgen.text_utf16, detect.PLAIN),
-    (docgen.csv_utf16, detect.CSV),
-    (docgen.tsv, detect.TSV),
-    (docgen.html_cp1252, detect.HTML),
-    (docgen.pdf_text, detect.PDF),
-    (docgen.pdf_truncated, detect.PDF),  # damaged but maybe readable: the parser decides
-    (docgen.xlsx, detect.XLSX),
-    (docgen.xls, detect.XLS),
-    (docgen.docx_with_headings_table_picture, detect.DOCX),
-    (docgen.pptx_with_picture, detect.PPTX),
-    (docgen.epub_with_image, detect.EPUB),
-    (docgen.odt, detect.ODT),
-    (docgen.rtf, detect.RTF),
-    (docgen.eml_with_image_attachment, detect.EML),
-    (docgen.png, "image/png"),
-])
+@pytest.mark.parametrize(
+    "make,mime",
+    [
+        (docgen.markdown, detect.MARKDOWN),
+        (docgen.text_utf16, detect.PLAIN),
+        (docgen.csv_utf16, detect.CSV),
+        (docgen.tsv, detect.TSV),
+        (docgen.html_cp1252, detect.HTML),
+        (docgen.pdf_text, detect.PDF),
+        (docgen.pdf_truncated, detect.PDF),  # damaged but maybe readable: the parser decides
+        (docgen.xlsx, detect.XLSX),
+        (docgen.xls, detect.XLS),
+        (docgen.docx_with_headings_table_picture, detect.DOCX),
+        (docgen.pptx_with_picture, detect.PPTX),
+        (docgen.epub_with_image, detect.EPUB),
+        (docgen.odt, detect.ODT),
+        (docgen.rtf, detect.RTF),
+        (docgen.eml_with_image_attachment, detect.EML),
+        (docgen.png, "image/png"),
+    ],
+)
 def test_ordinary_documents_pass(make, mime):
     check_input(make(), mime, DEFAULT)
 
@@ -77,7 +91,9 @@ def test_oversize_by_max_bytes():
 
 def test_pdf_with_too_many_pages():
     data = docgen.pdf_text(2)
-    assert refused(data, detect.PDF, Limits(max_pages=1)) == "PDF has 2 pages, above the limit of 1 (UD_DECODE_MAX_PAGES)"
+    assert (
+        refused(data, detect.PDF, Limits(max_pages=1)) == "PDF has 2 pages, above the limit of 1 (UD_DECODE_MAX_PAGES)"
+    )
     check_input(data, detect.PDF, Limits(max_pages=2))
 
 
@@ -89,7 +105,10 @@ def test_pptx_with_too_many_slides():
         deck.slides.add_slide(deck.slide_layouts[5])
     out = io.BytesIO()
     deck.save(out)
-    assert refused(out.getvalue(), detect.PPTX, Limits(max_pages=2)) == "PPTX has 3 pages, above the limit of 2 (UD_DECODE_MAX_PAGES)"
+    assert (
+        refused(out.getvalue(), detect.PPTX, Limits(max_pages=2))
+        == "PPTX has 3 pages, above the limit of 2 (UD_DECODE_MAX_PAGES)"
+    )
     check_input(out.getvalue(), detect.PPTX, Limits(max_pages=3))
 
 
@@ -121,24 +140,36 @@ def test_encrypted_zip_members():
 # -- mislabeled documents ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("make,mime,expected", [
-    (docgen.pdf_text, detect.DOCX, "declared as DOCX but the bytes are PDF"),
-    (docgen.docx_with_headings_table_picture, detect.PDF, "declared as PDF but the bytes are DOCX"),
-    (docgen.xlsx, detect.DOCX, "declared as DOCX but the bytes are XLSX"),
-    (docgen.docx_with_headings_table_picture, detect.PPTX, "declared as PPTX but the bytes are DOCX"),
-    (docgen.markdown, detect.XLSX, "declared as XLSX but the bytes are TXT"),
-    (docgen.pdf_text, detect.RTF, "declared as RTF but the bytes are PDF"),
-    (docgen.pdf_text, "image/png", "declared as image/png but the bytes are PDF"),
-    (docgen.png, detect.PLAIN, "declared as TXT but the bytes are image/png"),
-    (docgen.xlsx, detect.CSV, "declared as CSV but the bytes are XLSX"),
-])
+@pytest.mark.parametrize(
+    "make,mime,expected",
+    [
+        (docgen.pdf_text, detect.DOCX, "declared as DOCX but the bytes are PDF"),
+        (docgen.docx_with_headings_table_picture, detect.PDF, "declared as PDF but the bytes are DOCX"),
+        (docgen.xlsx, detect.DOCX, "declared as DOCX but the bytes are XLSX"),
+        (docgen.docx_with_headings_table_picture, detect.PPTX, "declared as PPTX but the bytes are DOCX"),
+        (docgen.markdown, detect.XLSX, "declared as XLSX but the bytes are TXT"),
+        (docgen.pdf_text, detect.RTF, "declared as RTF but the bytes are PDF"),
+        (docgen.pdf_text, "image/png", "declared as image/png but the bytes are PDF"),
+        (docgen.png, detect.PLAIN, "declared as TXT but the bytes are image/png"),
+        (docgen.xlsx, detect.CSV, "declared as CSV but the bytes are XLSX"),
+    ],
+)
 def test_mislabeled_documents(make, mime, expected):
     assert refused(make(), mime) == expected
 
 
-@pytest.mark.parametrize("mime,label", [(detect.PDF, "PDF"), (detect.DOCX, "DOCX"), (detect.XLSX, "XLSX"),
-                                        (detect.EPUB, "EPUB"), (detect.XLS, "XLS"), (detect.PLAIN, "TXT"),
-                                        (detect.HTML, "HTML")])
+@pytest.mark.parametrize(
+    "mime,label",
+    [
+        (detect.PDF, "PDF"),
+        (detect.DOCX, "DOCX"),
+        (detect.XLSX, "XLSX"),
+        (detect.EPUB, "EPUB"),
+        (detect.XLS, "XLS"),
+        (detect.PLAIN, "TXT"),
+        (detect.HTML, "HTML"),
+    ],
+)
 def test_random_bytes(mime, label):
     assert refused(docgen.random_bytes(), mime) == f"declared as {label} but the bytes are application/octet-stream"
 
@@ -167,7 +198,7 @@ def _declaring(data: bytes, member: str, size: int) -> bytes:
     central = data.find(b"PK\x01\x02")
     while central >= 0:
         name_length = struct.unpack_from("<H", data, central + 28)[0]
-        if data[central + 46:central + 46 + name_length] == member.encode():
+        if data[central + 46 : central + 46 + name_length] == member.encode():
             struct.pack_into("<I", data, central + 24, size)
         central = data.find(b"PK\x01\x02", central + 4)
     return bytes(data)
@@ -203,10 +234,13 @@ def test_nested_archives():
     inner = _package({"a.txt": b"a"})
     for _ in range(3):
         inner = _package({"nested.zip": inner})
-    package = _package({"[Content_Types].xml": b"<Types/>", "word/document.xml": b"<w/>", "word/embeddings/x.zip": inner})
+    package = _package(
+        {"[Content_Types].xml": b"<Types/>", "word/document.xml": b"<w/>", "word/embeddings/x.zip": inner}
+    )
     assert refused(package, detect.DOCX) == "DOCX is a zip bomb: archives nested deeper than 2"
-    shallow = _package({"[Content_Types].xml": b"<Types/>", "word/document.xml": b"<w/>",
-                        "word/embeddings/Sheet.xlsx": docgen.xlsx()})
+    shallow = _package(
+        {"[Content_Types].xml": b"<Types/>", "word/document.xml": b"<w/>", "word/embeddings/Sheet.xlsx": docgen.xlsx()}
+    )
     check_input(shallow, detect.DOCX, DEFAULT)
 
 

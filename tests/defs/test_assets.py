@@ -25,8 +25,11 @@ def run(resource, instance, keys: list[str], raise_on_error: bool = False, **opt
     instance.add_dynamic_partitions(documents_partitions.name, keys)
     defs = dg.Definitions(assets=[universal_decoder], jobs=[decode_documents], resources={"librarian": resource})
     job = defs.resolve_job_def("decode_documents")
-    tags = ({"dagster/partition": keys[0]} if len(keys) == 1 else
-            {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]})
+    tags = (
+        {"dagster/partition": keys[0]}
+        if len(keys) == 1
+        else {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
+    )
     run_config = {"ops": {"universal_decoder": {"config": options}}} if options else None
     return job.execute_in_process(instance=instance, tags=tags, run_config=run_config, raise_on_error=raise_on_error)
 
@@ -44,8 +47,10 @@ def subjects_in_store(lib, ids):
 FORMATS = {
     "report.pdf": (docgen.pdf_with_text_and_image, "application/pdf"),
     "notes.md": (docgen.markdown, "text/markdown"),
-    "handbook.docx": (docgen.docx_with_headings_table_picture,
-                      "application/vnd.openxmlformats-officedocument.wordprocessingml.document"),
+    "handbook.docx": (
+        docgen.docx_with_headings_table_picture,
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ),
     "cities.csv": (docgen.csv_utf16, "text/csv"),
 }
 
@@ -70,7 +75,9 @@ def test_materializes_documents_of_several_formats_into_the_librarian(librarian_
         assert sections and all(s.document_type in ("page", "section") for s in sections)
         assert all(any(t.startswith(GENERATION_TAG) for t in s.tags) for s in sections)
         doc = document_iri(doc_id)
-        assert Term(TG_DOCUMENT_TYPE, is_iri=True) in {q.o for q in lib.triples.query(s=doc, p=RDF_TYPE, collection=lib.collection)}
+        assert Term(TG_DOCUMENT_TYPE, is_iri=True) in {
+            q.o for q in lib.triples.query(s=doc, p=RDF_TYPE, collection=lib.collection)
+        }
         for child in sections + images:
             derived = lib.triples.query(s=child.id, p=PROV_WAS_DERIVED_FROM, collection=lib.collection)
             assert len(derived) == 1
@@ -91,15 +98,21 @@ def test_materializes_documents_of_several_formats_into_the_librarian(librarian_
 
 def test_rematerializing_gives_the_same_ids_and_no_duplicates(librarian_resource, instance):
     lib = librarian_resource.get()
-    keys = upload(lib, {"report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
-                        "notes.md": (docgen.markdown(), "text/markdown")})
+    keys = upload(
+        lib,
+        {
+            "report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
+            "notes.md": (docgen.markdown(), "text/markdown"),
+        },
+    )
     run(librarian_resource, instance, keys, raise_on_error=True)
     first = {k: children_tree(lib, k) for k in keys}
     first_count = lib.triples.count(collection=lib.collection)
     run(librarian_resource, instance, keys, raise_on_error=True, force=True)
     again = {k: children_tree(lib, k) for k in keys}
-    assert {k: sorted(c.id for c in v[0] + v[1]) for k, v in first.items()} == \
-        {k: sorted(c.id for c in v[0] + v[1]) for k, v in again.items()}
+    assert {k: sorted(c.id for c in v[0] + v[1]) for k, v in first.items()} == {
+        k: sorted(c.id for c in v[0] + v[1]) for k, v in again.items()
+    }
     assert lib.triples.count(collection=lib.collection) == first_count
     # Without force, an up-to-date document is skipped: same state, quickly.
     run(librarian_resource, instance, keys, raise_on_error=True)
@@ -118,8 +131,9 @@ def test_a_new_generation_replaces_the_old_one_and_records_the_change(librarian_
     assert not any(lib.exists(s.id) for s in old_sections)
     assert subjects_in_store(lib, [s.id for s in old_sections]) == set()
     assert subjects_in_store(lib, [s.id for s in new_sections]) == {s.id for s in new_sections}
-    diff = next(m for m in result.get_asset_materialization_events()
-            if m.asset_key == dg.AssetKey("provenance_triples")).materialization.metadata
+    diff = next(
+        m for m in result.get_asset_materialization_events() if m.asset_key == dg.AssetKey("provenance_triples")
+    ).materialization.metadata
     change = diff["changes_from_previous_generation"].value
     # matched by label: "Section 1" changed, sections 2-4 are new
     assert (change["sections_added"], change["sections_removed"], change["sections_changed"]) == (3, 0, 1)
@@ -128,9 +142,14 @@ def test_a_new_generation_replaces_the_old_one_and_records_the_change(librarian_
 
 def test_a_bad_document_fails_alone_in_a_batch(librarian_resource, instance):
     lib = librarian_resource.get()
-    keys = upload(lib, {"a.md": (docgen.markdown(), "text/markdown"),
-                        "b-broken.pdf": (docgen.pdf_truncated(), "application/pdf"),
-                        "c.csv": (docgen.csv_utf16(), "text/csv")})
+    keys = upload(
+        lib,
+        {
+            "a.md": (docgen.markdown(), "text/markdown"),
+            "b-broken.pdf": (docgen.pdf_truncated(), "application/pdf"),
+            "c.csv": (docgen.csv_utf16(), "text/csv"),
+        },
+    )
     result = run(librarian_resource, instance, keys)
     assert not result.success
     assert instance.get_materialized_partitions(dg.AssetKey("provenance_triples")) == {"a.md", "c.csv"}
@@ -164,8 +183,11 @@ def test_invalid_options_are_rejected_before_any_work(tmp_path, instance):
     for options in ({"section_element_count": 0}, {"strategy": "magic"}, {"languages": "eng;rm -rf"}):
         with pytest.raises(Exception) as raised:
             run(resource, instance, keys, raise_on_error=True, **options)
-        assert "config" in type(raised.value).__name__.lower() or "invalid" in str(raised.value).lower() \
+        assert (
+            "config" in type(raised.value).__name__.lower()
+            or "invalid" in str(raised.value).lower()
             or "greater than 0" in str(raised.value)
+        )
     assert instance.get_materialized_partitions(dg.AssetKey("elements")) == set()
     assert resource.get().list_children("notes.md") == []
 

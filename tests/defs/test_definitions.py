@@ -27,8 +27,17 @@ SNAPSHOT = Path(__file__).resolve().parent / "snapshots" / "asset_graph.json"
 UNSTRUCTURED_PLACEHOLDER = "{unstructured_version}"
 HEAVY_MODULES = ("unstructured", "torch", "spacy", "transformers", "onnxruntime", "unstructured_inference")
 # Environment that changes what the definitions contain or where they would connect.
-PROJECT_VARIABLES = ("UD_BATCH_SIZE", "UD_REPROCESS_CRON", "UD_BACKEND", "UD_HOME", "UD_WORKSPACE",
-                     "UD_COLLECTION", "UD_BUCKET", "CASSANDRA_HOST", "CASSANDRA_PORT")
+PROJECT_VARIABLES = (
+    "UD_BATCH_SIZE",
+    "UD_REPROCESS_CRON",
+    "UD_BACKEND",
+    "UD_HOME",
+    "UD_WORKSPACE",
+    "UD_COLLECTION",
+    "UD_BUCKET",
+    "CASSANDRA_HOST",
+    "CASSANDRA_PORT",
+)
 
 SPEC_DEFAULTS = {
     "strategy": "auto",
@@ -147,13 +156,15 @@ def run_cli(args: list[str], env: dict[str, str], timeout: int = 180) -> subproc
 def loaded():
     """The definitions loaded once in a fresh interpreter (nothing of the test process leaks in)."""
     script = f"HEAVY = {HEAVY_MODULES!r}\nPLACEHOLDER = {UNSTRUCTURED_PLACEHOLDER!r}\n" + SNAPSHOT_SCRIPT
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=project_env(),
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=project_env(), capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 # -- the CLIs a data engineer runs ----------------------------------------------------------------
+
 
 def test_dagster_definitions_validate_accepts_the_workspace(tmp_path):
     env = project_env(DAGSTER_HOME=quiet_dagster_home(tmp_path))
@@ -165,8 +176,11 @@ def test_dagster_definitions_validate_accepts_the_workspace(tmp_path):
 
 def test_dg_check_defs_accepts_the_project(tmp_path):
     # dg finds the project through [tool.dg] in pyproject.toml and runs the project's .venv.
-    env = project_env(DAGSTER_HOME=quiet_dagster_home(tmp_path), VIRTUAL_ENV=str(BIN.parent),
-                      PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    env = project_env(
+        DAGSTER_HOME=quiet_dagster_home(tmp_path),
+        VIRTUAL_ENV=str(BIN.parent),
+        PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
     done = run_cli([str(BIN / "dg"), "check", "defs"], env)
     output = done.stdout + done.stderr
     assert "All definitions loaded successfully" in output, output
@@ -174,11 +188,13 @@ def test_dg_check_defs_accepts_the_project(tmp_path):
 
 # -- loading stays cheap --------------------------------------------------------------------------
 
+
 def test_loading_the_definitions_imports_no_decoder_library(loaded):
     assert loaded["heavy_modules"] == []
 
 
 # -- the asset graph ------------------------------------------------------------------------------
+
 
 def test_the_asset_graph_matches_the_snapshot(loaded):
     current = loaded["snapshot"]
@@ -223,13 +239,17 @@ def test_the_elements_code_version_names_the_installed_unstructured(loaded):
 
 # -- decoder options as run config ----------------------------------------------------------------
 
+
 def decode_job(home: Path):
     from ud_assets.defs.assets import universal_decoder
     from ud_assets.defs.jobs import decode_documents
     from ud_assets.defs.resources import LibrarianResource
 
-    defs = dg.Definitions(assets=[universal_decoder], jobs=[decode_documents],
-                          resources={"librarian": LibrarianResource(backend="embedded", home=str(home))})
+    defs = dg.Definitions(
+        assets=[universal_decoder],
+        jobs=[decode_documents],
+        resources={"librarian": LibrarianResource(backend="embedded", home=str(home))},
+    )
     return defs.resolve_job_def("decode_documents")
 
 
@@ -263,8 +283,15 @@ def test_the_launchpad_offers_exactly_the_decoders_choices():
     assert get_args(SectionStrategy) == SECTION_STRATEGIES
 
 
-@pytest.mark.parametrize("bad", [{"strategy": "magic"}, {"section_strategy": "paragraph"},
-                                 {"section_within_pages": "sometimes"}, {"unknown_option": 1}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"strategy": "magic"},
+        {"section_strategy": "paragraph"},
+        {"section_within_pages": "sometimes"},
+        {"unknown_option": 1},
+    ],
+)
 def test_ill_typed_options_are_rejected_when_the_run_is_launched(tmp_path, bad):
     with pytest.raises(dg.DagsterInvalidConfigError) as raised:
         dg.validate_run_config(decode_job(tmp_path / "ud"), options(bad))
@@ -277,8 +304,9 @@ def attempt(tmp_path: Path, instance, values: dict):
     instance.add_dynamic_partitions("documents", ["notes.md"])
     job = decode_job(home)
     try:
-        result = job.execute_in_process(instance=instance, tags={"dagster/partition": "notes.md"},
-                                        run_config=options(values), raise_on_error=False)
+        result = job.execute_in_process(
+            instance=instance, tags={"dagster/partition": "notes.md"}, run_config=options(values), raise_on_error=False
+        )
     except dg.DagsterInvalidConfigError as error:  # rejected before the run even starts
         return str(error), False
     assert not result.success  # the librarian is empty: nothing can succeed
@@ -296,10 +324,15 @@ def test_a_valid_run_reaches_the_op_body(tmp_path, instance):
     assert "notes.md" in message
 
 
-@pytest.mark.parametrize("bad, field", [({"section_element_count": 0}, "section_element_count"),
-                                        ({"section_max_size": -1}, "section_max_size"),
-                                        ({"strategy": "magic"}, "strategy"),
-                                        ({"languages": "eng;rm -rf"}, "languages")])
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"section_element_count": 0}, "section_element_count"),
+        ({"section_max_size": -1}, "section_max_size"),
+        ({"strategy": "magic"}, "strategy"),
+        ({"languages": "eng;rm -rf"}, "languages"),
+    ],
+)
 def test_invalid_options_are_rejected_before_the_op_runs(tmp_path, instance, bad, field):
     message, body_ran = attempt(tmp_path, instance, bad)
     assert not body_ran, message

@@ -21,7 +21,11 @@ def test_upload_refuses_ids_that_cannot_be_partitions_or_that_traverse_paths(tmp
     source = tmp_path / "x.txt"
     source.write_text("hello")
     env = {"PATH": "/usr/bin:/bin", "UD_HOME": str(tmp_path / "ud"), "DO_NOT_TRACK": "true"}
-    done = subprocess.run([sys.executable, "-m", "ud_assets.cli", "librarian", "add", str(source), "--id", doc_id],
-                          capture_output=True, text=True, env=env)
+    done = subprocess.run(
+        [sys.executable, "-m", "ud_assets.cli", "librarian", "add", str(source), "--id", doc_id],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert done.returncode == 1
     assert message in done.stderr and "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1

@@ -26,11 +26,17 @@ def test_plan_batches_new_uploads_in_ranges_and_runs_re_uploads_alone():
     events = [event(f"new-{i}.md") for i in range(5)] + [event("old.md", sha="s2"), event("gone.md", "removed")]
     partitions, runs, refused = plan_uploads(events, existing.__contains__, batch=2)
     added = [k for r in partitions if r.__class__.__name__ == "AddDynamicPartitionsRequest" for k in r.partition_keys]
-    deleted = [k for r in partitions if r.__class__.__name__ == "DeleteDynamicPartitionsRequest" for k in r.partition_keys]
+    deleted = [
+        k for r in partitions if r.__class__.__name__ == "DeleteDynamicPartitionsRequest" for k in r.partition_keys
+    ]
     assert added == [f"new-{i}.md" for i in range(5)] and deleted == ["gone.md"]
     ranges = [(r.tags.get(RANGE_START), r.tags.get(RANGE_END), r.partition_key) for r in runs]
-    assert ranges == [("new-0.md", "new-1.md", None), ("new-2.md", "new-3.md", None), (None, None, "new-4.md"),
-                      (None, None, "old.md")]
+    assert ranges == [
+        ("new-0.md", "new-1.md", None),
+        ("new-2.md", "new-3.md", None),
+        (None, None, "new-4.md"),
+        (None, None, "old.md"),
+    ]
     assert runs[-1].run_key == "upload:old.md@s2" and refused == []
 
 
@@ -115,7 +121,9 @@ def test_sensor_work_grows_with_new_uploads_not_with_the_library(embedded, insta
     monkeypatch.setattr(instance, "has_dynamic_partition", lambda *a: lookups.append(a) or original(*a))
     seen = []
     real_since = type(lib).uploads_since
-    monkeypatch.setattr(type(lib), "uploads_since", lambda self, c, limit=1000: seen.extend(real_since(self, c, limit)) or seen)
+    monkeypatch.setattr(
+        type(lib), "uploads_since", lambda self, c, limit=1000: seen.extend(real_since(self, c, limit)) or seen
+    )
     result = tick(embedded, instance, cursor)
     assert len(seen) == 3 and len(lookups) == 3
     assert len(result.run_requests) == 1  # three uploads, one batch run
@@ -139,7 +147,7 @@ def test_a_sensor_that_starts_after_the_demo_runs_nothing_for_documents_already_
     assert [(r.partition_key, r.tags.get(RANGE_START)) for r in result.run_requests] == [("c.md", None)]
     # A removed document loses its generation with it: uploaded again, it is decoded again.
     lib.remove_document("a.md")
-    lib.add_document("a.md", "text/markdown", "# a.md\n\nBody.\n".encode())
+    lib.add_document("a.md", "text/markdown", b"# a.md\n\nBody.\n")
     apply_partition_requests(instance, result)
     later = tick(embedded, instance, result.cursor)
     assert [r.partition_key for r in later.run_requests] == ["a.md"]
@@ -167,7 +175,9 @@ def test_upgrade_schedule_re_decodes_only_documents_of_another_version(embedded,
     monkeypatch.setenv("UD_BATCH_SIZE", "2")
     upgrade = reprocess_after_upgrade(context)
     assert [(r.tags.get(RANGE_START), r.tags.get(RANGE_END), r.partition_key) for r in upgrade] == [
-        ("a.md", "b.md", None), (None, None, "c.md")]
+        ("a.md", "b.md", None),
+        (None, None, "c.md"),
+    ]
     assert all(r.run_key.startswith("reprocess:9.9.9:") for r in upgrade)
 
 

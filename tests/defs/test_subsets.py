@@ -31,11 +31,18 @@ DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 def materialize(resource, instance, keys: list[str], subset: set[str], **options) -> dg.ExecuteInProcessResult:
     """What "Materialize…" on a selection of assets and partitions launches."""
     instance.add_dynamic_partitions(documents_partitions.name, keys)
-    tags = ({} if len(keys) == 1 else
-            {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]})
+    tags = (
+        {}
+        if len(keys) == 1
+        else {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
+    )
     return dg.materialize(
-        [universal_decoder], selection=[dg.AssetKey(a) for a in sorted(subset)], instance=instance,
-        resources={"librarian": resource}, partition_key=keys[0] if len(keys) == 1 else None, tags=tags,
+        [universal_decoder],
+        selection=[dg.AssetKey(a) for a in sorted(subset)],
+        instance=instance,
+        resources={"librarian": resource},
+        partition_key=keys[0] if len(keys) == 1 else None,
+        tags=tags,
         raise_on_error=False,
         run_config={"ops": {"universal_decoder": {"config": options}}} if options else None,
     )
@@ -101,8 +108,9 @@ def test_every_subset_of_a_current_document_succeeds_and_shows_the_stored_genera
     lib.add_document("report.pdf", "application/pdf", docgen.pdf_with_text_and_image(), title="report.pdf")
     first = materialize(resource, instance, ["report.pdf"], set(ASSETS))
     assert first.success
-    stored = {e.asset_key.to_user_string(): e.materialization.metadata
-              for e in first.get_asset_materialization_events()}
+    stored = {
+        e.asset_key.to_user_string(): e.materialization.metadata for e in first.get_asset_materialization_events()
+    }
     generation = lib.get_generation("report.pdf")
     for subset in SUBSETS:
         result = materialize(resource, instance, ["report.pdf"], subset)
@@ -113,8 +121,9 @@ def test_every_subset_of_a_current_document_succeeds_and_shows_the_stored_genera
             if asset in ("elements", "sections", "images", "provenance_triples"):
                 # Up to date: nothing redone, and the partition page keeps the stored metadata.
                 assert metadata["up_to_date"].value is True
-                assert {k: v for k, v in metadata.items() if k not in ("up_to_date", "document_id", "document_s")} == \
-                    {k: v for k, v in stored[asset].items() if k not in ("document_id", "document_s")}
+                assert {k: v for k, v in metadata.items() if k not in ("up_to_date", "document_id", "document_s")} == {
+                    k: v for k, v in stored[asset].items() if k not in ("document_id", "document_s")
+                }
     assert lib.get_generation("report.pdf") == generation
 
 
@@ -128,8 +137,9 @@ def test_a_range_of_partitions_materializes_stage_by_stage(tmp_path, instance):
     for step in ({"document", "elements"}, {"sections"}, {"images"}, {"chunks"}, {"provenance_triples"}):
         result = materialize(resource, instance, keys, step)
         assert result.success, (step, result.get_step_failure_events())
-        assert {(e.asset_key.to_user_string(), e.partition) for e in result.get_asset_materialization_events()} == \
-            {(asset, key) for asset in step for key in keys}
+        assert {(e.asset_key.to_user_string(), e.partition) for e in result.get_asset_materialization_events()} == {
+            (asset, key) for asset in step for key in keys
+        }
     for key in keys:
         assert stored_state(lib, key) == {"sections": True, "images": key != "a.md", "chunks": True, "committed": True}
     evaluations = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
@@ -137,13 +147,15 @@ def test_a_range_of_partitions_materializes_stage_by_stage(tmp_path, instance):
 
 
 @pytest.mark.services
-@pytest.mark.parametrize("subset", [{"sections"}, {"images"}, {"chunks"}, {"provenance_triples"},
-                                    {"document", "elements", "sections"}])
+@pytest.mark.parametrize(
+    "subset", [{"sections"}, {"images"}, {"chunks"}, {"provenance_triples"}, {"document", "elements", "sections"}]
+)
 def test_representative_subsets_on_minio_and_cassandra(subset, graph_cassandra_run, instance):
     if graph_cassandra_run.error:
         pytest.fail(graph_cassandra_run.error, pytrace=False)
-    resource = LibrarianResource(backend="cassandra", workspace=graph_cassandra_run.new_workspace(),
-                                 bucket=graph_cassandra_run.bucket)
+    resource = LibrarianResource(
+        backend="cassandra", workspace=graph_cassandra_run.new_workspace(), bucket=graph_cassandra_run.bucket
+    )
     lib = resource.get()
     lib.add_document("handbook.docx", DOCX, docgen.docx_with_headings_table_picture(), title="handbook.docx")
     # Alone on a fresh library, a stage that needs stored input is refused with what to do.

@@ -29,8 +29,18 @@ CHAIN = ["document", "elements", "sections", "images", "provenance_triples"]
 START_TIMEOUT = 120
 RUN_TIMEOUT = 180
 # Whatever would point the server at another librarian or change the project's definitions.
-REMOVED_VARIABLES = ("CASSANDRA_HOST", "CASSANDRA_PORT", "UD_BACKEND", "UD_HOME", "UD_WORKSPACE", "UD_COLLECTION",
-                     "UD_BUCKET", "UD_BATCH_SIZE", "UD_REPROCESS_CRON", "DAGSTER_HOME")
+REMOVED_VARIABLES = (
+    "CASSANDRA_HOST",
+    "CASSANDRA_PORT",
+    "UD_BACKEND",
+    "UD_HOME",
+    "UD_WORKSPACE",
+    "UD_COLLECTION",
+    "UD_BUCKET",
+    "UD_BATCH_SIZE",
+    "UD_REPROCESS_CRON",
+    "DAGSTER_HOME",
+)
 
 NOTES = b"""# Field notes
 
@@ -143,8 +153,7 @@ class Server:
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        request = urllib.request.Request(f"{self.url}/graphql", data=body,
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(f"{self.url}/graphql", data=body, headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=60) as response:
             answer = json.loads(response.read())
         assert not answer.get("errors"), f"GraphQL errors: {answer['errors']}"
@@ -175,8 +184,9 @@ class Server:
             entry = entries[0]
             location = entry["locationOrLoadError"]
             if entry["loadStatus"] == "LOADED" and location is not None:
-                assert location["__typename"] == "RepositoryLocation", \
+                assert location["__typename"] == "RepositoryLocation", (
                     f"code location failed to load: {location.get('message')}\n{''.join(location.get('stack', []))}"
+                )
                 assert len(location["repositories"]) == 1, location
                 return location["name"], location["repositories"][0]["name"]
             assert time.monotonic() < deadline, f"code location not loaded after {START_TIMEOUT}s:\n{self.output()}"
@@ -218,15 +228,26 @@ def homes(tmp_path_factory):
 def server(homes):
     dagster_home, ud_home = homes
     env = {k: v for k, v in os.environ.items() if k not in REMOVED_VARIABLES}
-    env.update(DAGSTER_HOME=str(dagster_home), UD_HOME=str(ud_home), DO_NOT_TRACK="true",
-               UNSTRUCTURED_DISABLE_NOTICE="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               PYTHONPATH=str(ROOT), PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.update(
+        DAGSTER_HOME=str(dagster_home),
+        UD_HOME=str(ud_home),
+        DO_NOT_TRACK="true",
+        UNSTRUCTURED_DISABLE_NOTICE="1",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        PYTHONPATH=str(ROOT),
+        PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
     port = free_port()
     log = dagster_home / "webserver.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(port)],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
     try:
@@ -282,11 +303,20 @@ def test_a_run_launched_over_graphql_decodes_a_document(server, homes):
         instance.add_dynamic_partitions("documents", ["notes.md"])
 
     location, repository = server.repository()
-    launched = server.graphql(LAUNCH_RUN, {"executionParams": {
-        "selector": {"repositoryLocationName": location, "repositoryName": repository, "jobName": "decode_documents"},
-        "mode": "default",
-        "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "notes.md"}]},
-    }})["launchRun"]
+    launched = server.graphql(
+        LAUNCH_RUN,
+        {
+            "executionParams": {
+                "selector": {
+                    "repositoryLocationName": location,
+                    "repositoryName": repository,
+                    "jobName": "decode_documents",
+                },
+                "mode": "default",
+                "executionMetadata": {"tags": [{"key": "dagster/partition", "value": "notes.md"}]},
+            }
+        },
+    )["launchRun"]
     assert launched["__typename"] == "LaunchRunSuccess", launched
     run_id = launched["run"]["runId"]
 
@@ -297,10 +327,12 @@ def test_a_run_launched_over_graphql_decodes_a_document(server, homes):
         if run["status"] == "SUCCESS":
             break
         assert run["status"] != "QUEUED", f"run {run_id} was queued: no daemon dequeues it here"
-        assert run["status"] not in ("FAILURE", "CANCELED", "CANCELING"), \
+        assert run["status"] not in ("FAILURE", "CANCELED", "CANCELING"), (
             f"run {run_id} ended {run['status']}:\n{run_events(server, run_id)}"
-        assert time.monotonic() < deadline, \
+        )
+        assert time.monotonic() < deadline, (
             f"run {run_id} still {run['status']} after {RUN_TIMEOUT}s:\n{run_events(server, run_id)}\n{server.output()}"
+        )
         time.sleep(1)
     assert run["jobName"] == "decode_documents"
     assert {"key": "dagster/partition", "value": "notes.md"} in run["tags"]

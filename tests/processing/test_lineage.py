@@ -31,8 +31,10 @@ def test_lineage_from_an_image_back_to_the_document_with_positions(librarian_res
     assert all(any(g["type"] == "chunk" for g in c["children"]) for c in down["children"])
     page2 = down["children"][1]
     text = "\n\n".join(lib.get_content(p.id).decode() for p in sorted(pages, key=lambda p: p.title))
-    assert text[page2["char_offset"]:page2["char_offset"] + page2["char_length"]] == \
-        lib.get_content(page2["id"]).decode()
+    assert (
+        text[page2["char_offset"] : page2["char_offset"] + page2["char_length"]]
+        == lib.get_content(page2["id"]).decode()
+    )
 
 
 def test_export_provenance_round_trips_through_rdflib(librarian_resource, instance):
@@ -50,8 +52,13 @@ def test_export_provenance_round_trips_through_rdflib(librarian_resource, instan
 
 def test_removing_a_decoded_document_leaves_nothing_behind(librarian_resource, instance):
     lib = librarian_resource.get()
-    upload(lib, {"report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
-                 "keep.md": (docgen.markdown(), "text/markdown")})
+    upload(
+        lib,
+        {
+            "report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
+            "keep.md": (docgen.markdown(), "text/markdown"),
+        },
+    )
     run(librarian_resource, instance, ["report.pdf", "keep.md"], raise_on_error=True)
     kept = len(document_quads(lib.triples, "keep.md", lib.collection))
     pages, images = children_tree(lib, "report.pdf")
@@ -75,8 +82,10 @@ def test_chunks_have_exact_offsets_and_lineage_back_to_the_document(librarian_re
     for chunk in chunks:
         info = lineage(lib.triples, chunk.id, lib.collection)
         entity = info["entity"]
-        assert section_text[entity["char_offset"]:entity["char_offset"] + entity["char_length"]] == \
-            lib.get_content(chunk.id).decode()
+        assert (
+            section_text[entity["char_offset"] : entity["char_offset"] + entity["char_length"]]
+            == lib.get_content(chunk.id).decode()
+        )
         assert [a["type"] for a in info["ancestors"]] == ["section", "document"]
         assert entity["document_span"][0] == info["ancestors"][0]["char_offset"] + entity["char_offset"]
     # New chunking options: new chunks replace the old ones, nothing else changes.

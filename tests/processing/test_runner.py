@@ -19,19 +19,29 @@ def resource(tmp_path):
     return LibrarianResource(backend="embedded", home=str(tmp_path / "ud"))
 
 
-@pytest.mark.parametrize(("error", "cause", "transient"), [
-    (DecodeError("encrypted PDF: a password is needed"), "encrypted PDF: a password is needed", False),
-    (MemoryError(), "ran out of memory while decoding", False),
-    (ConnectionRefusedError("refused"), "storage unavailable: ConnectionRefusedError: refused", True),
-])
+@pytest.mark.parametrize(
+    ("error", "cause", "transient"),
+    [
+        (DecodeError("encrypted PDF: a password is needed"), "encrypted PDF: a password is needed", False),
+        (MemoryError(), "ran out of memory while decoding", False),
+        (ConnectionRefusedError("refused"), "storage unavailable: ConnectionRefusedError: refused", True),
+    ],
+)
 def test_failures_caused_by_the_document_or_a_server_name_the_document(error, cause, transient):
     failure = document_failure("report.pdf", error)
     assert (failure.document_id, failure.cause, failure.transient) == ("report.pdf", cause, transient)
     assert str(failure) == f"report.pdf: {cause}"
 
 
-@pytest.mark.parametrize("error", [KeyError("section"), TypeError("unhashable"), AttributeError("x"),
-                                   MissingInput("report.pdf", "materialize elements first")])
+@pytest.mark.parametrize(
+    "error",
+    [
+        KeyError("section"),
+        TypeError("unhashable"),
+        AttributeError("x"),
+        MissingInput("report.pdf", "materialize elements first"),
+    ],
+)
 def test_a_bug_or_a_missing_input_is_not_the_documents_fault(error):
     assert document_failure("report.pdf", error) is None
 
@@ -50,8 +60,12 @@ def test_a_bug_in_a_stage_propagates_with_its_own_type(resource, monkeypatch):
 
 def test_a_program_error_fails_the_run_with_its_traceback_and_never_blocks_a_later_run(resource, instance, monkeypatch):
     lib = resource.get()
-    lib.add_document("handbook.docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-                     docgen.docx_with_headings_table_picture(), title="handbook.docx")
+    lib.add_document(
+        "handbook.docx",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        docgen.docx_with_headings_table_picture(),
+        title="handbook.docx",
+    )
 
     def broken_images(*args, **kwargs):
         raise ZeroDivisionError("division by zero in our own code")

@@ -65,12 +65,27 @@ class CassandraRun:
         c = acquire(CassandraConfig.from_env())  # afresh: a test may have restarted the server
         steps = []
         for ws in self.workspaces:
-            steps.append((f"rows of {ws}", lambda ws=ws: c.execute("DELETE FROM librarian.document WHERE workspace = ?", (ws,))))
-            steps.append((f"log of {ws}", lambda ws=ws: c.execute("DELETE FROM librarian.upload_log WHERE workspace = ?", (ws,))))
+            steps.append(
+                (f"rows of {ws}", lambda ws=ws: c.execute("DELETE FROM librarian.document WHERE workspace = ?", (ws,)))
+            )
+            steps.append(
+                (f"log of {ws}", lambda ws=ws: c.execute("DELETE FROM librarian.upload_log WHERE workspace = ?", (ws,)))
+            )
             for kind in ("generation", "failure"):
-                steps.append((f"{kind}s of {ws}", lambda ws=ws, kind=kind: c.execute(
-                    f"DELETE FROM librarian.record_{kind} WHERE workspace = ?", (ws,))))
-            steps.append((f"keyspace of {ws}", lambda ws=ws: c.ddl(f"DROP KEYSPACE IF EXISTS \"{keyspace_for(ws)}\"", "dropping a test keyspace")))
+                steps.append(
+                    (
+                        f"{kind}s of {ws}",
+                        lambda ws=ws, kind=kind: c.execute(
+                            f"DELETE FROM librarian.record_{kind} WHERE workspace = ?", (ws,)
+                        ),
+                    )
+                )
+            steps.append(
+                (
+                    f"keyspace of {ws}",
+                    lambda ws=ws: c.ddl(f'DROP KEYSPACE IF EXISTS "{keyspace_for(ws)}"', "dropping a test keyspace"),
+                )
+            )
         steps.append((f"bucket {self.bucket}", self._drop_bucket))
         failed = []
         for name, step in steps:
@@ -85,7 +100,9 @@ class CassandraRun:
                         time.sleep(2)
         c.release()
         if failed:
-            warnings.warn(f"cleanup of the cassandra test session left {len(failed)} things behind: {failed[:3]}", stacklevel=2)
+            warnings.warn(
+                f"cleanup of the cassandra test session left {len(failed)} things behind: {failed[:3]}", stacklevel=2
+            )
 
     def _drop_bucket(self) -> None:
         client = self.objects.client

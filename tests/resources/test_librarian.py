@@ -125,11 +125,23 @@ def test_metadata_round_trip(librarian):
     before = datetime.now(UTC) - timedelta(seconds=1)
     triples = (
         ("https://example.org/doc/1", True, "http://purl.org/dc/elements/1.1/title", True, "Zürich report", False),
-        ("https://example.org/doc/1", True, "http://purl.org/dc/elements/1.1/creator", True, "https://example.org/p/ann", True),
+        (
+            "https://example.org/doc/1",
+            True,
+            "http://purl.org/dc/elements/1.1/creator",
+            True,
+            "https://example.org/p/ann",
+            True,
+        ),
     )
     meta = librarian.add_document(
-        "meta-doc", "application/pdf", b"%PDF-1.7 ...", title="Zürich report", comments="first draft\nsecond line",
-        tags=["finance", "2026", "ünïcode"], metadata=triples,
+        "meta-doc",
+        "application/pdf",
+        b"%PDF-1.7 ...",
+        title="Zürich report",
+        comments="first draft\nsecond line",
+        tags=["finance", "2026", "ünïcode"],
+        metadata=triples,
     )
     got = librarian.get_metadata("meta-doc")
     assert got == meta
@@ -154,7 +166,8 @@ def test_kind_is_required(librarian):
 
 
 @pytest.mark.parametrize(
-    "bad", ["", "x" * 513, "a\nb", "tab\there", "nul\x00", "del\x7f", "../up", "a/../b"],
+    "bad",
+    ["", "x" * 513, "a\nb", "tab\there", "nul\x00", "del\x7f", "../up", "a/../b"],
     ids=["empty", "too-long", "newline", "tab", "nul", "del", "dotdot", "inner-dotdot"],
 )
 def test_bad_ids_are_refused(librarian, bad):
@@ -225,7 +238,15 @@ def test_children_and_listing(librarian):
     assert all(d.document_type == SOURCE for d in sources)
     assert set(sources) == {a, b}
     everything = librarian.list_documents(include_children=True)
-    assert {d.id for d in everything} == {"a", "b", "urn:page:1", "urn:page:2", "urn:image:1", "urn:section:1", "urn:chunk:1"}
+    assert {d.id for d in everything} == {
+        "a",
+        "b",
+        "urn:page:1",
+        "urn:page:2",
+        "urn:image:1",
+        "urn:section:1",
+        "urn:chunk:1",
+    }
     assert set(everything) == {a, b, p1, p2, img, sec, chunk}
 
     assert {d.id for d in librarian.list_children("a")} == {"urn:page:1", "urn:page:2"}  # direct only
@@ -268,7 +289,12 @@ def _provenance(entity: str, parent: str, activity: str, graph: str = GRAPH_SOUR
         Quad(entity, LABEL, Term("Page", language="en"), graph),
         Quad(activity, RDF_TYPE, Term(PROV + "Activity", is_iri=True), graph),
         Quad(activity, PROV + "used", Term(parent, is_iri=True), graph),
-        Quad(activity, PROV + "startedAtTime", Term("2026-01-01T00:00:00Z", datatype="http://www.w3.org/2001/XMLSchema#dateTime"), graph),
+        Quad(
+            activity,
+            PROV + "startedAtTime",
+            Term("2026-01-01T00:00:00Z", datatype="http://www.w3.org/2001/XMLSchema#dateTime"),
+            graph,
+        ),
     ]
 
 
@@ -279,8 +305,12 @@ def _build_tree(lib, root: str, tag: str) -> dict[str, object]:
         Quad(root, RDF_TYPE, Term("https://trustgraph.ai/ns/Document", is_iri=True), ""),
         Quad(root, "http://purl.org/dc/elements/1.1/title", Term(tag), ""),
     ]
-    layout = [(f"urn:page:{tag}-1", root, PAGE), (f"urn:page:{tag}-2", root, PAGE),
-              (f"urn:image:{tag}-1", f"urn:page:{tag}-1", IMAGE), (f"urn:chunk:{tag}-1", f"urn:page:{tag}-2", CHUNK)]
+    layout = [
+        (f"urn:page:{tag}-1", root, PAGE),
+        (f"urn:page:{tag}-2", root, PAGE),
+        (f"urn:image:{tag}-1", f"urn:page:{tag}-1", IMAGE),
+        (f"urn:chunk:{tag}-1", f"urn:page:{tag}-2", CHUNK),
+    ]
     for child, parent, kind in layout:
         docs.append(lib.add_child_document(parent, child, "text/plain", child.encode() * 10, kind))
         quads += _provenance(child, parent, f"https://trustgraph.ai/activity/{child}")

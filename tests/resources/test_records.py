@@ -13,16 +13,28 @@ T0 = datetime(2026, 3, 4, 5, 6, 7, 123000, tzinfo=UTC)  # milliseconds: what bot
 
 def generation(doc_id: str, elements: uuid.UUID | None = None, fingerprint: str = "fp1") -> Generation:
     return Generation(
-        document_id=doc_id, fingerprint=fingerprint, sha256="ab" * 32, unstructured_version="0.27.35",
-        decoder_version="2", config_json='{"strategy": "fast"}', elements_object_id=str(elements or uuid.uuid4()),
-        time=T0, summary_json='{"sections": 3}',
+        document_id=doc_id,
+        fingerprint=fingerprint,
+        sha256="ab" * 32,
+        unstructured_version="0.27.35",
+        decoder_version="2",
+        config_json='{"strategy": "fast"}',
+        elements_object_id=str(elements or uuid.uuid4()),
+        time=T0,
+        summary_json='{"sections": 3}',
     )
 
 
 def failure(doc_id: str, attempts: int = 1, transient: bool = False) -> Failure:
     return Failure(
-        document_id=doc_id, time=T0, sha256="cd" * 32, unstructured_version="0.27.35", decoder_version="2",
-        error="PDF is encrypted", transient=transient, attempts=attempts,
+        document_id=doc_id,
+        time=T0,
+        sha256="cd" * 32,
+        unstructured_version="0.27.35",
+        decoder_version="2",
+        error="PDF is encrypted",
+        transient=transient,
+        attempts=attempts,
     )
 
 

@@ -13,7 +13,13 @@ from resources.settings import load_settings, open_librarian, shared_librarian
 
 def test_defaults_are_embedded():
     s = load_settings({})
-    assert (s.backend, s.workspace, s.home, s.bucket, s.collection) == ("embedded", "default", ".ud", "library", "default")
+    assert (s.backend, s.workspace, s.home, s.bucket, s.collection) == (
+        "embedded",
+        "default",
+        ".ud",
+        "library",
+        "default",
+    )
 
 
 def test_cassandra_host_selects_cassandra():
@@ -52,8 +58,14 @@ def test_cassandra_config_from_env():
 def test_replication_parsing():
     assert parse_replication(None) == {"class": "SimpleStrategy", "replication_factor": 1}
     assert parse_replication("3") == {"class": "SimpleStrategy", "replication_factor": 3}
-    assert parse_replication("NetworkTopologyStrategy:dc1=3,dc2=2") == {"class": "NetworkTopologyStrategy", "dc1": 3, "dc2": 2}
-    assert replication_cql(parse_replication("SimpleStrategy:2")) == "{'class': 'SimpleStrategy', 'replication_factor': 2}"
+    assert parse_replication("NetworkTopologyStrategy:dc1=3,dc2=2") == {
+        "class": "NetworkTopologyStrategy",
+        "dc1": 3,
+        "dc2": 2,
+    }
+    assert (
+        replication_cql(parse_replication("SimpleStrategy:2")) == "{'class': 'SimpleStrategy', 'replication_factor': 2}"
+    )
     for bad in ("SimpleStrategy:0", "Foo:1", "NetworkTopologyStrategy:dc'1=3", "SimpleStrategy:1}; DROP"):
         with pytest.raises(LibrarianError, match="UD_CASSANDRA_REPLICATION"):
             parse_replication(bad)

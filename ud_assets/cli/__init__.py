@@ -35,7 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--output", "-o", help="file to write (default: standard output)")
     export.set_defaults(handler=cmd_export_provenance)
 
-    failures = commands.add_parser("failures", help="documents that could not be decoded, when, with which version, why")
+    failures = commands.add_parser(
+        "failures", help="documents that could not be decoded, when, with which version, why"
+    )
     failures.add_argument("--json", action="store_true")
     failures.set_defaults(handler=cmd_failures)
 
@@ -46,4 +48,3 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     return args.handler(args)
-

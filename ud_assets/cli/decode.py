@@ -39,16 +39,19 @@ def cmd_decode(args: argparse.Namespace) -> int:
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
-            result = decode(data, document_id=os.path.basename(path), config=config, filename=path,
-                            title=os.path.basename(path))
+            result = decode(
+                data, document_id=os.path.basename(path), config=config, filename=path, title=os.path.basename(path)
+            )
         except (OSError, DecodeError, ConfigError) as exc:
             failures += 1
             print(f"ud decode: {path}: {exc}", file=sys.stderr)
             continue
         except Exception as exc:  # one bad file never stops the others
             failures += 1
-            print(f"ud decode: {path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-                  file=sys.stderr)
+            print(
+                f"ud decode: {path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                file=sys.stderr,
+            )
             continue
         if args.format == "nquads":
             sys.stdout.write(to_nquads(result.triples))

@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     from resources.settings import load_settings, open_librarian
 
     settings = load_settings()
-    print(f"librarian: {settings.backend} ({settings.home if settings.backend == 'embedded' else ','.join(settings.cassandra_hosts)})")
+    print(
+        f"librarian: {settings.backend} ({settings.home if settings.backend == 'embedded' else ','.join(settings.cassandra_hosts)})"
+    )
     with open_librarian(settings) as librarian:
         print(f"uploading samples from {args.samples}")
         ids = upload_samples(librarian, args.samples)

@@ -34,7 +34,9 @@ def add_librarian_parser(subparsers) -> argparse.ArgumentParser:
 
     lst = commands.add_parser("list", parents=[common], help="list source documents")
     lst.add_argument("--json", action="store_true", help="one JSON array of metadata")
-    lst.add_argument("--children", action="store_true", help="include child documents (pages, sections, images, chunks)")
+    lst.add_argument(
+        "--children", action="store_true", help="include child documents (pages, sections, images, chunks)"
+    )
     lst.set_defaults(handler=cmd_list)
 
     show = commands.add_parser("show", parents=[common], help="show a document's metadata and children")

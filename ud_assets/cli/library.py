@@ -62,8 +62,10 @@ def cmd_failures(args: argparse.Namespace) -> int:
             return 0
         for f in failures:
             kind = "transient" if f.transient else "deterministic"
-            print(f"{f.document_id}\t{f.time:%Y-%m-%d %H:%M:%S}\tunstructured {f.unstructured_version}\t{kind}"
-                  f"\tx{f.attempts}\t{f.error}")
+            print(
+                f"{f.document_id}\t{f.time:%Y-%m-%d %H:%M:%S}\tunstructured {f.unstructured_version}\t{kind}"
+                f"\tx{f.attempts}\t{f.error}"
+            )
         if not failures:
             print("no failures", file=sys.stderr)
         return 0

@@ -62,7 +62,9 @@ def describe_document(
     )
 
 
-def partition_document(data: bytes, info: DocumentInfo, config: DecoderConfig, filename: str | None = None) -> list[Element]:
+def partition_document(
+    data: bytes, info: DocumentInfo, config: DecoderConfig, filename: str | None = None
+) -> list[Element]:
     """unstructured's elements (plus images found without it); records the strategy used on info."""
     from .isolation import default_partitioner
 
@@ -93,7 +95,9 @@ def decode(
     return result
 
 
-def build(info: DocumentInfo, config: DecoderConfig, elements: list[Element], now: datetime | None = None) -> DecodeResult:
+def build(
+    info: DocumentInfo, config: DecoderConfig, elements: list[Element], now: datetime | None = None
+) -> DecodeResult:
     sections, section_elements = build_sections(info, config, elements)
     images = build_images(info, sections, section_elements)
     triples = build_triples(info, sections, images, now)
@@ -127,7 +131,9 @@ def build_sections(
                 drafts.append(_Draft("page", f"{noun} {number}", None, number, group.elements, 0, leaf=False))
                 page_key = len(drafts) - 1
                 for k, child in enumerate(_kept(group.children), start=1):
-                    drafts.append(_Draft("section", f"{noun} {number}, section {k}", page_key, number, child.elements, 1))
+                    drafts.append(
+                        _Draft("section", f"{noun} {number}, section {k}", page_key, number, child.elements, 1)
+                    )
             elif _has_content(group):
                 drafts.append(_Draft("page", f"{noun} {number}", None, number, group.elements, 0))
     else:
@@ -209,7 +215,9 @@ def _place_containers(sections: list[Section]) -> None:
         ]
 
 
-def build_images(info: DocumentInfo, sections: list[Section], section_elements: dict[str, list[Element]]) -> list[ImageRecord]:
+def build_images(
+    info: DocumentInfo, sections: list[Section], section_elements: dict[str, list[Element]]
+) -> list[ImageRecord]:
     """One record per distinct image; the parent is the leaf page/section where it first appears."""
     records: list[ImageRecord] = []
     seen: dict[str, ImageRecord] = {}
@@ -280,8 +288,13 @@ def build_triples(
         activity = ids.activity_iri(info.id, info.fingerprint, "image", record.ordinal)
         triples += provenance.activity_triples(activity, record.parent, agent, COMPONENT, COMPONENT_VERSION, started_at)
         triples += provenance.derived_entity_triples(
-            record.id, "image", record.parent, activity, image_label(record),
-            page_number=record.page_number, mime_type=record.mime_type,
+            record.id,
+            "image",
+            record.parent,
+            activity,
+            image_label(record),
+            page_number=record.page_number,
+            mime_type=record.mime_type,
         )
         triples += provenance.image_detail_triples(
             record.id, record.element_id, record.width, record.height, len(record.data), record.coordinates
@@ -338,7 +351,9 @@ def element_to_json(element: Element) -> ElementJSON:
         "category_depth": element.category_depth,
         "parent_id": element.parent_id,
         "coordinates": copy.deepcopy(element.coordinates),
-        "image": None if image is None else {
+        "image": None
+        if image is None
+        else {
             "data": base64.b64encode(image.data).decode("ascii"),
             "mime_type": image.mime_type,
             "width": image.width,
@@ -363,7 +378,9 @@ def element_from_json(data: ElementJSON) -> Element:
         category_depth=data["category_depth"],
         parent_id=data["parent_id"],
         coordinates=data["coordinates"],
-        image=None if not image else ImageData(
+        image=None
+        if not image
+        else ImageData(
             data=base64.b64decode(image["data"]),
             mime_type=image["mime_type"],
             width=image["width"],
@@ -454,8 +471,13 @@ def result_to_json(result: DecodeResult) -> DecodeResultJSON:
                 "table_count": s.table_count,
                 "image_count": s.image_count,
                 "elements": [
-                    {"element_id": e.element_id, "category": e.category, "offset": e.offset, "length": e.length,
-                     "text": e.text}
+                    {
+                        "element_id": e.element_id,
+                        "category": e.category,
+                        "offset": e.offset,
+                        "length": e.length,
+                        "text": e.text,
+                    }
                     for e in s.elements
                 ],
             }

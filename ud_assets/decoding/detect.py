@@ -76,7 +76,9 @@ ALIASES: dict[str, str] = {
 }
 
 # Kinds for which libmagic's answer is too generic to beat the file name's extension.
-_GENERIC = frozenset({PLAIN, OCTET, "application/zip", "text/x-Algol68", "text/x-c", "text/x-c++", "application/x-empty", ""})
+_GENERIC = frozenset(
+    {PLAIN, OCTET, "application/zip", "text/x-Algol68", "text/x-c", "text/x-c++", "application/x-empty", ""}
+)
 TEXT_KINDS = frozenset({PLAIN, MARKDOWN, CSV, TSV, RST, HTML, XML, JSON})
 
 
@@ -143,7 +145,7 @@ def decode_text(data: bytes) -> tuple[str, str]:
     """
     for bom, encoding in _BOMS:
         if data.startswith(bom):
-            return data[len(bom):].decode(encoding, errors="replace"), encoding
+            return data[len(bom) :].decode(encoding, errors="replace"), encoding
     try:
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:

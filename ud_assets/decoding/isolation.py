@@ -75,16 +75,46 @@ def isolation_enabled(environ: Mapping[str, str] | None = None) -> bool:
 # thread pools (GNU OpenMP above all) are not fork-safe once used.
 _WARM_MARKDOWN = b"# Warm-up\n\nThis sentence loads the language model. So does this one.\n"
 _WARM_HTML = b"<html><body><h1>Warm</h1><p>Up.</p></body></html>"
-_WARM_IMPORTS = ("md", "html", "text", "csv", "tsv", "pdf", "docx", "pptx", "xlsx", "odt", "epub", "rtf",
-                 "email", "xml", "json", "rst", "image")
+_WARM_IMPORTS = (
+    "md",
+    "html",
+    "text",
+    "csv",
+    "tsv",
+    "pdf",
+    "docx",
+    "pptx",
+    "xlsx",
+    "odt",
+    "epub",
+    "rtf",
+    "email",
+    "xml",
+    "json",
+    "rst",
+    "image",
+)
 # unstructured's partitioner modules a format needs beyond the text ones every format uses. A
 # process that decodes one document imports only these (pandas alone costs a second); a batch
 # warms everything up front (warm_up()).
 _FORMAT_IMPORTS = {
-    detect.PDF: ("pdf",), detect.DOCX: ("docx",), detect.PPTX: ("pptx",), detect.XLSX: ("xlsx",),
-    detect.XLS: ("xlsx",), detect.ODT: ("odt", "docx"), detect.EPUB: ("epub",), detect.RTF: ("rtf",),
-    detect.EML: ("email",), detect.HTML: (), detect.MARKDOWN: (), detect.PLAIN: (), detect.CSV: ("csv",),
-    detect.TSV: ("tsv", "csv"), detect.RST: ("rst",), detect.XML: ("xml",), detect.JSON: ("json",),
+    detect.PDF: ("pdf",),
+    detect.DOCX: ("docx",),
+    detect.PPTX: ("pptx",),
+    detect.XLSX: ("xlsx",),
+    detect.XLS: ("xlsx",),
+    detect.ODT: ("odt", "docx"),
+    detect.EPUB: ("epub",),
+    detect.RTF: ("rtf",),
+    detect.EML: ("email",),
+    detect.HTML: (),
+    detect.MARKDOWN: (),
+    detect.PLAIN: (),
+    detect.CSV: ("csv",),
+    detect.TSV: ("tsv", "csv"),
+    detect.RST: ("rst",),
+    detect.XML: ("xml",),
+    detect.JSON: ("json",),
 }
 _BASE_IMPORTS = ("md", "html", "text")
 _warmed: set[str] = set()  # partitioner modules imported (and exercised) in this process
@@ -151,8 +181,14 @@ class IsolatedPartitioner:
     `isolate=False`, or UD_DECODE_ISOLATION=0, or no fork, runs it in-process, checks included.
     """
 
-    def __init__(self, limits: Limits | None = None, *, target: Target[Partitioned] = partition_bytes,
-                 warm: bool = True, isolate: bool | None = None):
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        *,
+        target: Target[Partitioned] = partition_bytes,
+        warm: bool = True,
+        isolate: bool | None = None,
+    ):
         self.limits = limits or Limits.from_env()
         self.target = target
         self.warm = warm
@@ -171,8 +207,9 @@ class IsolatedPartitioner:
         if self.warm and self.isolate:
             self.warm_up_s += warm_up(mime)
 
-    def partition(self, data: bytes, mime: str, config: DecoderConfig,
-                  filename: str | None = None) -> tuple[Partitioned, PartitionStats]:
+    def partition(
+        self, data: bytes, mime: str, config: DecoderConfig, filename: str | None = None
+    ) -> tuple[Partitioned, PartitionStats]:
         """The document's Partitioned result and stats (wall_s, fork_overhead_ms, child_peak_rss_mb...).
 
         Raises DecodeError/ConfigError as partition_bytes does, and DecodeError when a limit is hit;
@@ -185,8 +222,12 @@ class IsolatedPartitioner:
             return parted, {"isolated": False, "wall_s": time.perf_counter() - started}
         self.start(mime)
         args: _Args = (data, mime, config, filename)
-        if (self.target is partition_bytes and mime == detect.PDF and self.limits.workers > 1
-                and len(data) >= SPLIT_MIN_BYTES):
+        if (
+            self.target is partition_bytes
+            and mime == detect.PDF
+            and self.limits.workers > 1
+            and len(data) >= SPLIT_MIN_BYTES
+        ):
             return self._partition_pdf(args)
         return _run_in_child(self.target, self.limits, args)
 
@@ -204,8 +245,12 @@ class IsolatedPartitioner:
         if not ranges:
             return _run_in_child(self.target, self.limits, args)
         with ThreadPoolExecutor(max_workers=len(ranges), thread_name_prefix="pdf-pages") as pool:
-            futures = [pool.submit(_run_in_child, partial(partition_pdf_pages, pages=pages, strategy=plan.strategy),
-                                   self.limits, args) for pages in ranges]
+            futures = [
+                pool.submit(
+                    _run_in_child, partial(partition_pdf_pages, pages=pages, strategy=plan.strategy), self.limits, args
+                )
+                for pages in ranges
+            ]
             results = [future.result() for future in futures]  # the first failure is the document's
         merged = merge_pdf_parts([part for part, _ in results], plan)
         all_stats = [plan_stats, *(stats for _, stats in results)]
@@ -313,7 +358,7 @@ def _decode(message: bytes) -> _Reply[_R] | None:
         return None
     try:
         reply: _Reply[_R] = pickle.loads(message)  # our own child's _Reply
-    except Exception:  # noqa: BLE001 - unpickling garbage may raise anything: a garbled reply is a crash, the exit status tells more
+    except Exception:  # unpickling garbage may raise anything: a garbled reply is a crash, the exit status tells more
         return None
     return reply
 
@@ -364,7 +409,7 @@ def _complete(buffer: bytearray) -> bytes | None:
     if len(buffer) < _HEADER.size:
         return None
     end = _HEADER.size + _HEADER.unpack_from(buffer)[0]
-    return bytes(buffer[_HEADER.size:end]) if len(buffer) >= end else None
+    return bytes(buffer[_HEADER.size : end]) if len(buffer) >= end else None
 
 
 def _exited(pid: int) -> bool:
@@ -415,13 +460,13 @@ def _child(fd: int, target: Target[_R], limits: Limits, args: _Args, parent: int
         _write_all(fd, _HEADER.pack(len(payload)) + payload)
     except MemoryError:
         code = _EXIT_MEMORY
-    except BaseException:  # noqa: BLE001 - nothing may escape into the parent's code
+    except BaseException:  # nothing may escape into the parent's code
         code = 70
     finally:
         for stream in (sys.stdout, sys.stderr):  # the parser's warnings
             try:
                 stream.flush()
-            except BaseException:  # noqa: BLE001 - a closed stream must not keep the child alive
+            except BaseException:  # a closed stream must not keep the child alive
                 pass
         os._exit(code)  # no atexit handlers, no finalizers of the parent's objects
 
@@ -461,7 +506,7 @@ def _child_work(target: Target[_R], limits: Limits, args: _Args) -> _Done[_R] | 
         if isinstance(exc.__cause__, MemoryError):  # partition_bytes wraps every parser failure
             return _Failed("memory")
         return _Failed("error", str(exc))
-    except Exception as exc:  # noqa: BLE001 - an injected target's failure, described as partition_bytes would
+    except Exception as exc:  # an injected target's failure, described as partition_bytes would
         return _Failed("error", f"{mime} could not be parsed: {type(exc).__name__}: {exc}"[:300])
 
 
@@ -476,7 +521,7 @@ def _encode(reply: _Reply[_R]) -> bytes:
 def _write_all(fd: int, payload: bytes) -> None:
     view = memoryview(payload)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _die_with_parent(parent: int) -> None:

@@ -89,9 +89,7 @@ def check_input(data: bytes, mime: str, limits: Limits) -> None:
     if not data:
         raise DecodeError("empty document (0 bytes)")
     if len(data) > limits.max_bytes:
-        raise DecodeError(
-            f"document is {len(data)} bytes, above the limit of {limits.max_bytes} (UD_DECODE_MAX_BYTES)"
-        )
+        raise DecodeError(f"document is {len(data)} bytes, above the limit of {limits.max_bytes} (UD_DECODE_MAX_BYTES)")
     if mime == detect.PDF:
         _check_pdf(data, limits)
     elif mime in ZIP_KINDS:

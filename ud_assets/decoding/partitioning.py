@@ -157,8 +157,9 @@ def _partition_bytes(data: bytes, mime: str, config: DecoderConfig, filename: st
     return Partitioned(elements, strategy, notes)
 
 
-def _partition(data: bytes, mime: str, config: DecoderConfig, strategy: str, filename: str | None,
-               starting_page_number: int = 1) -> list[Element]:
+def _partition(
+    data: bytes, mime: str, config: DecoderConfig, strategy: str, filename: str | None, starting_page_number: int = 1
+) -> list[Element]:
     from unstructured.partition.auto import partition
 
     from . import images
@@ -234,9 +235,12 @@ def to_element(el: UnstructuredElement) -> Element:
 
 def image_element(image: ImageData, ordinal_hint: str) -> Element:
     """An Image element for an image found outside unstructured (PDF objects, EPUB, e-mail)."""
-    element_id = image.element_id or hashlib.sha256(
-        f"{ordinal_hint}|{image.name}|{hashlib.sha256(image.data).hexdigest()}".encode()
-    ).hexdigest()[:32]
+    element_id = (
+        image.element_id
+        or hashlib.sha256(f"{ordinal_hint}|{image.name}|{hashlib.sha256(image.data).hexdigest()}".encode()).hexdigest()[
+            :32
+        ]
+    )
     image.element_id = element_id
     return Element(
         element_id=element_id,
@@ -326,8 +330,9 @@ def pdf_page_ranges(plan: PdfPlan, config: DecoderConfig, workers: int) -> list[
     return [range(start, end) for start, end in itertools.pairwise(bounds)]
 
 
-def partition_pdf_pages(data: bytes, mime: str, config: DecoderConfig, filename: str | None = None, *,
-                        pages: range, strategy: str) -> PdfPart:
+def partition_pdf_pages(
+    data: bytes, mime: str, config: DecoderConfig, filename: str | None = None, *, pages: range, strategy: str
+) -> PdfPart:
     """unstructured's elements of some pages of a PDF, numbered as in the whole document."""
     from . import images
 
@@ -369,9 +374,14 @@ def _link_hierarchy(elements: list[Element]) -> None:
 
     from unstructured.partition.common.metadata import set_element_hierarchy
 
-    views = [SimpleNamespace(id=e.element_id, category=e.category,
-                             metadata=SimpleNamespace(parent_id=None, category_depth=e.category_depth))
-             for e in elements]
+    views = [
+        SimpleNamespace(
+            id=e.element_id,
+            category=e.category,
+            metadata=SimpleNamespace(parent_id=None, category_depth=e.category_depth),
+        )
+        for e in elements
+    ]
     # Stand-ins with just what the rule reads (id, category, metadata.parent_id/category_depth):
     # real elements would cost several times more on a long PDF.
     set_element_hierarchy(cast("list[UnstructuredElement]", views))
@@ -414,8 +424,12 @@ def _partition_email(data: bytes, config: DecoderConfig, strategy: str, notes: l
         if kind.startswith("image/"):
             continue
         try:
-            inner = partition_bytes(attachment.data, kind, DecoderConfig(strategy="fast" if kind != detect.PDF else "auto",
-                                                                          languages=config.languages), attachment.filename)
+            inner = partition_bytes(
+                attachment.data,
+                kind,
+                DecoderConfig(strategy="fast" if kind != detect.PDF else "auto", languages=config.languages),
+                attachment.filename,
+            )
         except (DecodeError, ConfigError) as exc:
             notes.append(f"attachment {attachment.filename!r} skipped: {exc}")
             continue

@@ -164,7 +164,12 @@ def derived_entity_triples(
 
 
 def image_detail_triples(
-    image: str, element_id: str | None, width: int | None, height: int | None, size: int, coordinates: Coordinates | None
+    image: str,
+    element_id: str | None,
+    width: int | None,
+    height: int | None,
+    size: int,
+    coordinates: Coordinates | None,
 ) -> list[Triple]:
     triples = [literal(image, TG_BYTE_SIZE, size)]
     if element_id:

@@ -10,7 +10,6 @@ it finishes, the bad ones are recorded in the failure ledger, and the step fails
 naming them, so their partitions show as failed with the cause.
 """
 
-
 import os
 import time
 from collections.abc import Callable
@@ -59,26 +58,59 @@ def storage_kinds() -> tuple[set[str], set[str]]:
 _BYTES, _ROWS = storage_kinds()
 
 
-def _spec(key: str, description: str, kinds: set[str], deps: tuple[str, ...] = (),
-          code_version: str = DECODER_LOGIC_VERSION) -> dg.AssetSpec:
-    return dg.AssetSpec(key, deps=list(deps), description=description, group_name=GROUP, skippable=True,
-                        code_version=code_version, kinds={"python", *kinds}, owners=OWNERS)
+def _spec(
+    key: str, description: str, kinds: set[str], deps: tuple[str, ...] = (), code_version: str = DECODER_LOGIC_VERSION
+) -> dg.AssetSpec:
+    return dg.AssetSpec(
+        key,
+        deps=list(deps),
+        description=description,
+        group_name=GROUP,
+        skippable=True,
+        code_version=code_version,
+        kinds={"python", *kinds},
+        owners=OWNERS,
+    )
 
 
 ASSET_SPECS = [
-    _spec("document", "The librarian's source document: metadata, detected MIME type, size, sha256 (bytes stay in the "
-          "object store).", _BYTES | _ROWS),
-    _spec("elements", "unstructured's elements of the document, stored as JSON in the object store.",
-          {"unstructured"} | _BYTES, deps=("document",), code_version=elements_code_version()),
-    _spec("sections", "Pages or sections with their text and exact offsets: librarian child documents (page | section).",
-          _BYTES | _ROWS, deps=("elements",)),
-    _spec("images", "Embedded images with their original bytes: librarian child documents (image) of their page or "
-          "section.", _BYTES | _ROWS, deps=("sections",)),
-    _spec("chunks", "Chunks of every page/section (TrustGraph's recursive chunker, exact offsets, tables kept whole): "
-          "librarian child documents (chunk) of their section, with their provenance triples.",
-          _BYTES | _ROWS, deps=("sections",)),
-    _spec("provenance_triples", "PROV-O/TrustGraph provenance of the document, its pages/sections and images, in "
-          "urn:graph:source.", _ROWS, deps=("images",)),
+    _spec(
+        "document",
+        "The librarian's source document: metadata, detected MIME type, size, sha256 (bytes stay in the object store).",
+        _BYTES | _ROWS,
+    ),
+    _spec(
+        "elements",
+        "unstructured's elements of the document, stored as JSON in the object store.",
+        {"unstructured"} | _BYTES,
+        deps=("document",),
+        code_version=elements_code_version(),
+    ),
+    _spec(
+        "sections",
+        "Pages or sections with their text and exact offsets: librarian child documents (page | section).",
+        _BYTES | _ROWS,
+        deps=("elements",),
+    ),
+    _spec(
+        "images",
+        "Embedded images with their original bytes: librarian child documents (image) of their page or section.",
+        _BYTES | _ROWS,
+        deps=("sections",),
+    ),
+    _spec(
+        "chunks",
+        "Chunks of every page/section (TrustGraph's recursive chunker, exact offsets, tables kept whole): "
+        "librarian child documents (chunk) of their section, with their provenance triples.",
+        _BYTES | _ROWS,
+        deps=("sections",),
+    ),
+    _spec(
+        "provenance_triples",
+        "PROV-O/TrustGraph provenance of the document, its pages/sections and images, in urn:graph:source.",
+        _ROWS,
+        deps=("images",),
+    ),
 ]
 
 
@@ -106,11 +138,15 @@ def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions,
     failures: list[DocumentFailed] = []
     version = unstructured_version()
     # With more than one document, several are parsed at once while finished ones are stored.
-    ahead = (ParseAhead(lib, decoder_config, version, config.force, workers=parse_workers(), lookahead=PARSE_LOOKAHEAD)
-             if len(keys) > 1 and "elements" in stages else None)
+    ahead = (
+        ParseAhead(lib, decoder_config, version, config.force, workers=parse_workers(), lookahead=PARSE_LOOKAHEAD)
+        if len(keys) > 1 and "elements" in stages
+        else None
+    )
     try:
-        yield from _process_batch(context, lib, keys, decoder_config, stages, chunking, config.force, version, ahead,
-                                  outcomes, failures)
+        yield from _process_batch(
+            context, lib, keys, decoder_config, stages, chunking, config.force, version, ahead, outcomes, failures
+        )
     finally:
         if ahead is not None:
             ahead.close()
@@ -121,8 +157,10 @@ def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions,
         lines = [str(f) for f in failures]
         raise dg.Failure(
             description=f"{len(failures)} of {len(keys)} documents failed: " + "; ".join(lines)[:2000],
-            metadata={"failed": dg.MetadataValue.json({f.document_id: f.cause for f in failures}),
-                      "succeeded": len(outcomes)},
+            metadata={
+                "failed": dg.MetadataValue.json({f.document_id: f.cause for f in failures}),
+                "succeeded": len(outcomes),
+            },
             allow_retries=any(f.transient for f in failures),
         )
 
@@ -137,9 +175,21 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
         started = time.perf_counter()
         context.log.info(f"[{index}/{len(keys)}] {key}")
         try:
-            outcome = _with_retries(partial(process_document, lib, key, decoder_config, stages, version=version,
-                                            progress=context.log.debug, force=force, chunking=chunking,
-                                            ahead=ahead), context)
+            outcome = _with_retries(
+                partial(
+                    process_document,
+                    lib,
+                    key,
+                    decoder_config,
+                    stages,
+                    version=version,
+                    progress=context.log.debug,
+                    force=force,
+                    chunking=chunking,
+                    ahead=ahead,
+                ),
+                context,
+            )
         except MissingInput as missing:
             # The selection lacks a stage whose output is not stored: the person's next step, not a bug.
             raise dg.Failure(description=str(missing), allow_retries=False) from None
@@ -158,8 +208,11 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
             context.log.info(f"{key} is up to date (generation {outcome.fingerprint[:12]}): nothing decoded again")
         for stage in stages:
             values = outcome.metadata(stage)
-            metadata = (stage_metadata(stage, outcome, values) if values is not None
-                        else _stored_metadata(context, stage, key, outcome.fingerprint))
+            metadata = (
+                stage_metadata(stage, outcome, values)
+                if values is not None
+                else _stored_metadata(context, stage, key, outcome.fingerprint)
+            )
             metadata["document_id"] = key
             if stage == stages[-1]:
                 metadata["document_s"] = elapsed
@@ -175,7 +228,8 @@ def _stored_metadata(context: dg.AssetExecutionContext, stage: str, key: str, fi
     what its runs materialize), but with the metadata of the generation that is stored, so the
     partition page never hides the real counts, tables and preview behind an "up to date" stub."""
     records = context.instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(stage), asset_partitions=[key]), limit=1).records
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(stage), asset_partitions=[key]), limit=1
+    ).records
     stored = records[0].asset_materialization if records else None
     metadata: dict[str, Any] = {}
     if stored is not None and getattr(stored.metadata.get("generation"), "value", None) == fingerprint:

@@ -10,16 +10,31 @@ from ud_assets.defs.metadata import failing_documents_table
 from ud_assets.processing.model import Outcome
 
 CHECK_SPECS = [
-    dg.AssetCheckSpec("offsets_exact", asset="sections",
-                      description="Every element sits at its offset in its section, every section at its offset in the document text."),
-    dg.AssetCheckSpec("no_stale_children", asset="sections",
-                      description="No page, section or image of an earlier generation is left in the librarian."),
-    dg.AssetCheckSpec("children_present", asset="images",
-                      description="Every page, section and image of the generation is in the librarian."),
-    dg.AssetCheckSpec("chunk_offsets_exact", asset="chunks",
-                      description="Every chunk's text sits exactly at its offset in its section."),
-    dg.AssetCheckSpec("triple_count_consistent", asset="provenance_triples",
-                      description="The triple store holds exactly the triples built for the document's entities."),
+    dg.AssetCheckSpec(
+        "offsets_exact",
+        asset="sections",
+        description="Every element sits at its offset in its section, every section at its offset in the document text.",
+    ),
+    dg.AssetCheckSpec(
+        "no_stale_children",
+        asset="sections",
+        description="No page, section or image of an earlier generation is left in the librarian.",
+    ),
+    dg.AssetCheckSpec(
+        "children_present",
+        asset="images",
+        description="Every page, section and image of the generation is in the librarian.",
+    ),
+    dg.AssetCheckSpec(
+        "chunk_offsets_exact",
+        asset="chunks",
+        description="Every chunk's text sits exactly at its offset in its section.",
+    ),
+    dg.AssetCheckSpec(
+        "triple_count_consistent",
+        asset="provenance_triples",
+        description="The triple store holds exactly the triples built for the document's entities.",
+    ),
 ]
 
 # (asset, check) -> what is wrong with the outcome ("" when nothing), or None when it did not apply.
@@ -35,13 +50,19 @@ def _offsets(o: Outcome) -> str | None:
 def _stale(o: Outcome) -> str | None:
     if o.sections is None and o.provenance is None:
         return None
-    return f"{len(o.stale_children)} children of another generation: {', '.join(o.stale_children[:3])}" if o.stale_children else ""
+    return (
+        f"{len(o.stale_children)} children of another generation: {', '.join(o.stale_children[:3])}"
+        if o.stale_children
+        else ""
+    )
 
 
 def _present(o: Outcome) -> str | None:
     if o.sections is None and o.images is None:
         return None
-    return f"{len(o.missing_children)} children missing: {', '.join(o.missing_children[:3])}" if o.missing_children else ""
+    return (
+        f"{len(o.missing_children)} children missing: {', '.join(o.missing_children[:3])}" if o.missing_children else ""
+    )
 
 
 def _chunk_offsets(o: Outcome) -> str | None:
@@ -54,7 +75,11 @@ def _triples(o: Outcome) -> str | None:
     if o.provenance is None:
         return None
     p = o.provenance
-    return "" if p.triples_stored == p.triples_expected else f"{p.triples_stored} triples stored, {p.triples_expected} built"
+    return (
+        ""
+        if p.triples_stored == p.triples_expected
+        else f"{p.triples_stored} triples stored, {p.triples_expected} built"
+    )
 
 
 RULES: dict[tuple[str, str], Verdict] = {
@@ -79,7 +104,10 @@ def check_results(selected: set[tuple[str, str]], outcomes: list[Outcome]) -> It
             asset_key=asset,
             check_name=check,
             passed=not failing,
-            metadata={"documents_checked": len(checked), "documents_failing": len(failing),
-                      "failing_documents": failing_documents_table(failing)},
+            metadata={
+                "documents_checked": len(checked),
+                "documents_failing": len(failing),
+                "failing_documents": failing_documents_table(failing),
+            },
             description=("; ".join(f"{doc}: {detail}" for doc, detail in failing[:5]) or None),
         )

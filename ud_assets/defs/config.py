@@ -21,17 +21,27 @@ class DecoderOptions(dg.Config):
     """Options of the universal decoder (editable in the launchpad)."""
 
     strategy: Strategy = Field(
-        default=cast(Strategy, DECODER.strategy), description="Partitioning strategy; auto never reaches for a model hub."
+        default=cast(Strategy, DECODER.strategy),
+        description="Partitioning strategy; auto never reaches for a model hub.",
     )
     languages: str = Field(default=",".join(DECODER.languages), description="Comma-separated OCR language codes.")
     section_strategy: SectionStrategy = Field(
-        default=cast(SectionStrategy, DECODER.section_strategy), description="How non-page formats are split into sections."
+        default=cast(SectionStrategy, DECODER.section_strategy),
+        description="How non-page formats are split into sections.",
     )
-    section_element_count: int = Field(default=DECODER.section_element_count, gt=0, description="Elements per section for 'count'.")
-    section_max_size: int = Field(default=DECODER.section_max_size, gt=0, description="Max characters per section for 'size'.")
-    section_within_pages: bool = Field(default=DECODER.section_within_pages, description="Apply the section strategy inside pages too.")
+    section_element_count: int = Field(
+        default=DECODER.section_element_count, gt=0, description="Elements per section for 'count'."
+    )
+    section_max_size: int = Field(
+        default=DECODER.section_max_size, gt=0, description="Max characters per section for 'size'."
+    )
+    section_within_pages: bool = Field(
+        default=DECODER.section_within_pages, description="Apply the section strategy inside pages too."
+    )
     chunk_size: int = Field(default=CHUNKING.chunk_size, gt=0, description="Chunker: characters per chunk.")
-    chunk_overlap: int = Field(default=CHUNKING.chunk_overlap, ge=0, description="Chunker: characters shared by consecutive chunks.")
+    chunk_overlap: int = Field(
+        default=CHUNKING.chunk_overlap, ge=0, description="Chunker: characters shared by consecutive chunks."
+    )
     force: bool = Field(default=False, description="Decode again even when the current generation is up to date.")
 
     @field_validator("languages")
@@ -43,7 +53,9 @@ class DecoderOptions(dg.Config):
     @model_validator(mode="after")
     def _overlap_below_size(self):
         if self.chunk_overlap >= self.chunk_size:
-            raise ValueError(f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})")
+            raise ValueError(
+                f"chunk_overlap ({self.chunk_overlap}) must be smaller than chunk_size ({self.chunk_size})"
+            )
         return self
 
     def to_decoder_config(self) -> DecoderConfig:

@@ -23,25 +23,29 @@ TEXT_START = 80  # characters of a section's text shown in its row
 # The stage metadata value that counts the stage's rows.
 ROW_COUNTS = {ELEMENTS: "elements", IMAGES: "images", CHUNKS: "chunks", PROVENANCE: "triples"}
 
-SECTIONS_SCHEMA = dg.TableSchema(columns=[
-    dg.TableColumn("id", "string", description="librarian child id (urn:page:… / urn:section:…)"),
-    dg.TableColumn("label", "string"),
-    dg.TableColumn("type", "string", description="page | section"),
-    dg.TableColumn("page", "int"),
-    dg.TableColumn("char_offset", "int", description="offset in the document text"),
-    dg.TableColumn("char_length", "int"),
-    dg.TableColumn("text", "string", description=f"the first {TEXT_START} characters"),
-])
-IMAGES_SCHEMA = dg.TableSchema(columns=[
-    dg.TableColumn("id", "string", description="librarian child id"),
-    dg.TableColumn("parent", "string", description="the page or section it belongs to"),
-    dg.TableColumn("page", "int"),
-    dg.TableColumn("mime_type", "string"),
-    dg.TableColumn("bytes", "int"),
-    dg.TableColumn("width", "int"),
-    dg.TableColumn("height", "int"),
-    dg.TableColumn("bounding_box", "string", description="points in the page's coordinate system"),
-])
+SECTIONS_SCHEMA = dg.TableSchema(
+    columns=[
+        dg.TableColumn("id", "string", description="librarian child id (urn:page:… / urn:section:…)"),
+        dg.TableColumn("label", "string"),
+        dg.TableColumn("type", "string", description="page | section"),
+        dg.TableColumn("page", "int"),
+        dg.TableColumn("char_offset", "int", description="offset in the document text"),
+        dg.TableColumn("char_length", "int"),
+        dg.TableColumn("text", "string", description=f"the first {TEXT_START} characters"),
+    ]
+)
+IMAGES_SCHEMA = dg.TableSchema(
+    columns=[
+        dg.TableColumn("id", "string", description="librarian child id"),
+        dg.TableColumn("parent", "string", description="the page or section it belongs to"),
+        dg.TableColumn("page", "int"),
+        dg.TableColumn("mime_type", "string"),
+        dg.TableColumn("bytes", "int"),
+        dg.TableColumn("width", "int"),
+        dg.TableColumn("height", "int"),
+        dg.TableColumn("bounding_box", "string", description="points in the page's coordinate system"),
+    ]
+)
 
 
 def stage_metadata(stage: str, outcome: Outcome, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -51,7 +55,9 @@ def stage_metadata(stage: str, outcome: Outcome, values: Mapping[str, Any]) -> d
         if value is None:
             continue
         if name == "uri":
-            out["dagster/uri"] = dg.MetadataValue.path(value) if value.startswith("file:") else dg.MetadataValue.url(value)
+            out["dagster/uri"] = (
+                dg.MetadataValue.path(value) if value.startswith("file:") else dg.MetadataValue.url(value)
+            )
         elif name == "preview":
             out[name] = dg.MetadataValue.md(value or "_(no text)_")
         elif isinstance(value, dict | list):
@@ -71,11 +77,17 @@ def stage_metadata(stage: str, outcome: Outcome, values: Mapping[str, Any]) -> d
 def sections_table(sections: list[Section]) -> dg.TableMetadataValue:
     return dg.MetadataValue.table(
         records=[
-            dg.TableRecord({
-                "id": s.id, "label": s.label, "type": s.type, "page": s.page_number,
-                "char_offset": s.char_offset, "char_length": s.char_length,
-                "text": s.text[:TEXT_START].replace("\n", " "),
-            })
+            dg.TableRecord(
+                {
+                    "id": s.id,
+                    "label": s.label,
+                    "type": s.type,
+                    "page": s.page_number,
+                    "char_offset": s.char_offset,
+                    "char_length": s.char_length,
+                    "text": s.text[:TEXT_START].replace("\n", " "),
+                }
+            )
             for s in sections[:TABLE_ROWS]
         ],
         schema=SECTIONS_SCHEMA,
@@ -85,11 +97,18 @@ def sections_table(sections: list[Section]) -> dg.TableMetadataValue:
 def images_table(images: list[ImageRecord]) -> dg.TableMetadataValue:
     return dg.MetadataValue.table(
         records=[
-            dg.TableRecord({
-                "id": r.id, "parent": r.parent, "page": r.page_number, "mime_type": r.mime_type,
-                "bytes": len(r.data), "width": r.width, "height": r.height,
-                "bounding_box": _box(r.coordinates),
-            })
+            dg.TableRecord(
+                {
+                    "id": r.id,
+                    "parent": r.parent,
+                    "page": r.page_number,
+                    "mime_type": r.mime_type,
+                    "bytes": len(r.data),
+                    "width": r.width,
+                    "height": r.height,
+                    "bounding_box": _box(r.coordinates),
+                }
+            )
             for r in images[:TABLE_ROWS]
         ],
         schema=IMAGES_SCHEMA,

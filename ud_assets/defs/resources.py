@@ -27,7 +27,9 @@ class LibrarianResource(dg.ConfigurableResource):
     """Document bytes + metadata + provenance triples (embedded SQLite/files, or S3 + Cassandra)."""
 
     workspace: str = Field(default="", description="Workspace (TrustGraph user); empty = UD_WORKSPACE or 'default'.")
-    backend: str = Field(default="auto", description="auto | embedded | cassandra; auto = cassandra when CASSANDRA_HOST is set.")
+    backend: str = Field(
+        default="auto", description="auto | embedded | cassandra; auto = cassandra when CASSANDRA_HOST is set."
+    )
     home: str = Field(default="", description="Embedded backend's folder; empty = UD_HOME or '.ud'.")
     bucket: str = Field(default="", description="S3 bucket of the cassandra backend; empty = UD_BUCKET or 'library'.")
     collection: str = Field(default="", description="Triple-store collection; empty = UD_COLLECTION or 'default'.")

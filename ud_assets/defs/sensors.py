@@ -32,9 +32,12 @@ def digest(parts: Iterable[str]) -> str:
 PartitionsRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
 
 
-def plan_uploads(events: Sequence[Upload], has_partition: Callable[[str], bool], batch: int,
-                 decoded: Callable[[str, str], bool] = lambda doc_id, sha256: False,
-                 ) -> tuple[list[PartitionsRequest], list[dg.RunRequest], list[str]]:
+def plan_uploads(
+    events: Sequence[Upload],
+    has_partition: Callable[[str], bool],
+    batch: int,
+    decoded: Callable[[str, str], bool] = lambda doc_id, sha256: False,
+) -> tuple[list[PartitionsRequest], list[dg.RunRequest], list[str]]:
     """Partition requests and run requests for a slice of the upload log (pure; tested directly).
 
     The last event of each id wins. New documents become partitions, added in log order in
@@ -65,8 +68,9 @@ def plan_uploads(events: Sequence[Upload], has_partition: Callable[[str], bool],
             existing.append(event)
         else:
             new.append(event)
-    partition_requests: list[PartitionsRequest] = [documents_partitions.build_add_request([e.id for e in chunk])
-                          for chunk in chunks(new, PARTITION_REQUEST_CHUNK)]
+    partition_requests: list[PartitionsRequest] = [
+        documents_partitions.build_add_request([e.id for e in chunk]) for chunk in chunks(new, PARTITION_REQUEST_CHUNK)
+    ]
     if removed:
         partition_requests.append(documents_partitions.build_delete_request(removed))
     runs: list[dg.RunRequest] = []

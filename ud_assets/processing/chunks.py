@@ -18,8 +18,9 @@ from ud_assets.processing.model import CHUNK_GENERATION_TAG, Attempt, ChunkingOp
 from ud_assets.processing.provenance import to_quad
 
 
-def chunks_stage(attempt: Attempt, sections: list[Section], fresh_sections: bool,
-                 options: ChunkingOptions) -> ChunksResult:
+def chunks_stage(
+    attempt: Attempt, sections: list[Section], fresh_sections: bool, options: ChunkingOptions
+) -> ChunksResult:
     """Chunk the generation's sections (stored already) and store chunks and their triples.
 
     fresh_sections: every section was written by this run, so none has chunks yet (no reads)."""
@@ -42,11 +43,24 @@ def chunks_stage(attempt: Attempt, sections: list[Section], fresh_sections: bool
         for chunk in chunks:
             chunk_id = chunking.chunk_id(section.id, generation, chunk.index)
             if chunk_id not in have:
-                new_chunks.append(Child(section.id, chunk_id, "text/plain", chunk.text.encode("utf-8"), CHUNK,
-                                        f"Chunk {chunk.index}", (tag,)))
+                new_chunks.append(
+                    Child(
+                        section.id,
+                        chunk_id,
+                        "text/plain",
+                        chunk.text.encode("utf-8"),
+                        CHUNK,
+                        f"Chunk {chunk.index}",
+                        (tag,),
+                    )
+                )
             activity = chunking.chunk_activity_iri(section.id, generation, chunk.index)
-            quads += [to_quad(t) for t in chunking.chunk_triples(
-                chunk, chunk_id, section.id, activity, options.chunk_size, options.chunk_overlap, started_at)]
+            quads += [
+                to_quad(t)
+                for t in chunking.chunk_triples(
+                    chunk, chunk_id, section.id, activity, options.chunk_size, options.chunk_overlap, started_at
+                )
+            ]
 
     # The chunks' objects and rows, and their triples, go side by side: neither needs the other.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunk-children") as pool:
@@ -62,12 +76,15 @@ def chunks_stage(attempt: Attempt, sections: list[Section], fresh_sections: bool
             lib.remove_document(old.id)
             removed += 1
     total = sum(1 for q in quads if q.p == RDF_TYPE and q.o.value == TG_CHUNK_TYPE)
-    return ChunksResult(exact, {
-        "chunks": total,
-        "written": len(new_chunks),
-        "old_chunks_removed": removed,
-        "chunk_size": options.chunk_size,
-        "chunk_overlap": options.chunk_overlap,
-        "chunk_generation": generation,
-        "chunk_s": round(time.perf_counter() - started, 3),
-    })
+    return ChunksResult(
+        exact,
+        {
+            "chunks": total,
+            "written": len(new_chunks),
+            "old_chunks_removed": removed,
+            "chunk_size": options.chunk_size,
+            "chunk_overlap": options.chunk_overlap,
+            "chunk_generation": generation,
+            "chunk_s": round(time.perf_counter() - started, 3),
+        },
+    )

@@ -13,15 +13,17 @@ from ud_assets.processing.model import Attempt, DocumentFailed, DocumentResult
 DETECTION_BYTES = 65536  # what MIME detection reads: the head of the document, never all of it
 
 
-def open_attempt(librarian: Librarian, document_id: str, config: DecoderConfig, version: str,
-                 now: datetime | None = None) -> Attempt:
+def open_attempt(
+    librarian: Librarian, document_id: str, config: DecoderConfig, version: str, now: datetime | None = None
+) -> Attempt:
     """Read the document's metadata and head, detect its kind, and name the generation to produce."""
     meta = librarian.get_metadata(document_id)
     if meta.parent_id:
         raise DocumentFailed(document_id, f"is a {meta.document_type} of {meta.parent_id}, not a source document")
     head = librarian.read_range(document_id, 0, DETECTION_BYTES)
-    info = describe_document(head, document_id, config, filename=meta.title, declared_kind=meta.kind,
-                             title=meta.title, version=version)
+    info = describe_document(
+        head, document_id, config, filename=meta.title, declared_kind=meta.kind, title=meta.title, version=version
+    )
     # The fingerprint covers the whole content: use the librarian's hash of all of it.
     info.sha256, info.size = meta.sha256, meta.size
     info.fingerprint = ids.fingerprint(meta.sha256, version, config)
@@ -30,13 +32,15 @@ def open_attempt(librarian: Librarian, document_id: str, config: DecoderConfig, 
 
 def document_stage(attempt: Attempt) -> DocumentResult:
     meta, info = attempt.meta, attempt.info
-    return DocumentResult({
-        "mime_type": info.mime_type,
-        "declared_kind": meta.kind,
-        "size_bytes": meta.size,
-        "sha256": meta.sha256,
-        "title": meta.title,
-        "uploaded": meta.time.isoformat(),
-        "generation": info.fingerprint,
-        "uri": attempt.librarian.objects.uri(meta.object_id),
-    })
+    return DocumentResult(
+        {
+            "mime_type": info.mime_type,
+            "declared_kind": meta.kind,
+            "size_bytes": meta.size,
+            "sha256": meta.sha256,
+            "title": meta.title,
+            "uploaded": meta.time.isoformat(),
+            "generation": info.fingerprint,
+            "uri": attempt.librarian.objects.uri(meta.object_id),
+        }
+    )

@@ -25,8 +25,9 @@ if TYPE_CHECKING:
     from ud_assets.processing.parse_ahead import ParseAhead
 
 
-def elements_stage(attempt: Attempt, ahead: ParseAhead | None = None,
-                   progress: Callable[[str], None] = lambda message: None) -> ElementsResult:
+def elements_stage(
+    attempt: Attempt, ahead: ParseAhead | None = None, progress: Callable[[str], None] = lambda message: None
+) -> ElementsResult:
     """Partition the document (or take the parse done ahead) and store its elements."""
     info, meta = attempt.info, attempt.meta
     limits = Limits.from_env()
@@ -57,21 +58,24 @@ def elements_stage(attempt: Attempt, ahead: ParseAhead | None = None,
     ).encode("utf-8")
     attempt.librarian.objects.put(object_id, payload, "application/json")
     counts = Counter(e.category for e in elements)
-    return ElementsResult(elements, {
-        "elements": len(elements),
-        "by_category": dict(sorted(counts.items())),
-        "tables": counts.get("Table", 0),
-        "images": counts.get("Image", 0),
-        "strategy_asked": attempt.config.strategy,
-        "strategy_used": info.strategy_used,
-        "notes": "; ".join(info.notes),
-        "unstructured_version": info.unstructured_version,
-        "partition_s": round(elapsed, 3),
-        **{f"decoder_{k}": round(v, 3) for k, v in info.stats.items()},
-        "elements_object_id": str(object_id),
-        "uri": attempt.librarian.objects.uri(object_id),
-        "json_bytes": len(payload),
-    })
+    return ElementsResult(
+        elements,
+        {
+            "elements": len(elements),
+            "by_category": dict(sorted(counts.items())),
+            "tables": counts.get("Table", 0),
+            "images": counts.get("Image", 0),
+            "strategy_asked": attempt.config.strategy,
+            "strategy_used": info.strategy_used,
+            "notes": "; ".join(info.notes),
+            "unstructured_version": info.unstructured_version,
+            "partition_s": round(elapsed, 3),
+            **{f"decoder_{k}": round(v, 3) for k, v in info.stats.items()},
+            "elements_object_id": str(object_id),
+            "uri": attempt.librarian.objects.uri(object_id),
+            "json_bytes": len(payload),
+        },
+    )
 
 
 def load_elements(attempt: Attempt) -> ElementsResult:
@@ -82,8 +86,10 @@ def load_elements(attempt: Attempt) -> ElementsResult:
     except StorageUnavailable:
         raise  # a server outage, not a missing input: retried as one
     except LibrarianError as exc:
-        raise MissingInput(attempt.document_id, f"no stored elements for generation {attempt.fingerprint[:12]} "
-                                                f"({exc}); materialize elements first") from exc
+        raise MissingInput(
+            attempt.document_id,
+            f"no stored elements for generation {attempt.fingerprint[:12]} ({exc}); materialize elements first",
+        ) from exc
     stored = json.loads(payload)
     attempt.info.strategy_used = stored["strategy_used"]
     return ElementsResult([element_from_json(e) for e in stored["elements"]], None)

@@ -21,7 +21,6 @@ from ud_assets.decoding.model import DECODER_LOGIC_VERSION, Element, Section
 from ud_assets.decoding.partitioning import unstructured_version
 from ud_assets.processing.model import Attempt, DocumentFailed, generation_tag
 
-
 ELEMENTS_NAMESPACE = uuid.UUID("5b0f2d7c-3a41-4e8e-9c1d-7e2a6f4b8d10")
 
 
@@ -34,6 +33,7 @@ def elements_object_id(workspace: str, document_id: str, fingerprint: str) -> uu
 
 
 # -- the up-to-date rule: the one place that decides whether a document needs decoding ----------
+
 
 def known_failure(librarian: Librarian, document_id: str, fingerprint: str) -> Failure | None:
     """The ledger's deterministic failure of this very generation, if any.
@@ -75,6 +75,7 @@ def refuse_known_failure(attempt: Attempt) -> None:
 
 # -- children of other generations --------------------------------------------------------------
 
+
 def stale_children(attempt: Attempt) -> list[str]:
     """Children that belong neither to this attempt's generation nor to the current one.
 
@@ -87,6 +88,7 @@ def stale_children(attempt: Attempt) -> list[str]:
 
 
 # -- commit -------------------------------------------------------------------------------------
+
 
 def commit(attempt: Attempt, quads: list[Quad], summary: dict[str, int]) -> list[str]:
     """Make the attempt's generation current: record it, then remove older generations' children.
@@ -142,7 +144,9 @@ def generation_diff(attempt: Attempt, sections: list[Section], elements: list[El
         "to_unstructured": attempt.info.unstructured_version,
         "sections_added": len(new_sections.keys() - old_sections.keys()),
         "sections_removed": len(old_sections.keys() - new_sections.keys()),
-        "sections_changed": sum(1 for k in new_sections.keys() & old_sections.keys() if new_sections[k] != old_sections[k]),
+        "sections_changed": sum(
+            1 for k in new_sections.keys() & old_sections.keys() if new_sections[k] != old_sections[k]
+        ),
         "elements_added": sum((new_elements - old_elements).values()),
         "elements_removed": sum((old_elements - new_elements).values()),
         "characters_added": sum(len(p) * n for p, n in (new_paragraphs - old_paragraphs).items()),
@@ -151,6 +155,7 @@ def generation_diff(attempt: Attempt, sections: list[Section], elements: list[El
 
 
 # -- the failure ledger -------------------------------------------------------------------------
+
 
 def record_failure(librarian: Librarian, document_id: str, error: DocumentFailed, version: str | None = None) -> None:
     """Write (or replace) the document's entry in the failure ledger; attempts count per content."""

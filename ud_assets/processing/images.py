@@ -14,17 +14,24 @@ def images_stage(attempt: Attempt, built: Built) -> ImagesResult:
     """Store the images not stored yet. Their parents (sections) must be stored already."""
     started = time.perf_counter()
     lib = attempt.librarian
-    new = [Child(r.parent, r.id, r.mime_type, r.data, IMAGE, f"Image {r.ordinal}", (attempt.tag,))
-           for r in built.images if not lib.exists(r.id)]
+    new = [
+        Child(r.parent, r.id, r.mime_type, r.data, IMAGE, f"Image {r.ordinal}", (attempt.tag,))
+        for r in built.images
+        if not lib.exists(r.id)
+    ]
     lib.put_children(new)
-    return ImagesResult(len(new), len(new) == len(built.images), {
-        "images": len(built.images),
-        "written": len(new),
-        "bytes": sum(len(r.data) for r in built.images),
-        "by_mime_type": dict(Counter(r.mime_type for r in built.images)),
-        "image_ids": [r.id for r in built.images][:LISTED_IDS],
-        "store_s": round(time.perf_counter() - started, 3),
-    })
+    return ImagesResult(
+        len(new),
+        len(new) == len(built.images),
+        {
+            "images": len(built.images),
+            "written": len(new),
+            "bytes": sum(len(r.data) for r in built.images),
+            "by_mime_type": dict(Counter(r.mime_type for r in built.images)),
+            "image_ids": [r.id for r in built.images][:LISTED_IDS],
+            "store_s": round(time.perf_counter() - started, 3),
+        },
+    )
 
 
 def missing_children(attempt: Attempt, built: Built) -> list[str]:

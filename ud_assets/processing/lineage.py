@@ -17,8 +17,13 @@ _POSITION = {
     P.TG_MIME_TYPE: "mime_type",
     P.TG_ELEMENT_TYPES: "element_types",
 }
-_TYPES = {P.TG_DOCUMENT_TYPE: "document", P.TG_PAGE_TYPE: "page", P.TG_SECTION_TYPE: "section",
-          P.TG_IMAGE_TYPE: "image", P.TG_CHUNK_TYPE: "chunk"}
+_TYPES = {
+    P.TG_DOCUMENT_TYPE: "document",
+    P.TG_PAGE_TYPE: "page",
+    P.TG_SECTION_TYPE: "section",
+    P.TG_IMAGE_TYPE: "image",
+    P.TG_CHUNK_TYPE: "chunk",
+}
 
 
 @dataclass
@@ -107,8 +112,15 @@ def _descend(triples, iri: str, collection: str, depth: int) -> list[Node]:
         node = describe(triples, child, collection)
         node.children = _descend(triples, child, collection, depth - 1)
         nodes.append(node)
-    nodes.sort(key=lambda n: (n.type, n.position.get("page_number") or 0, n.position.get("char_offset") or 0,
-                              n.position.get("chunk_index") or 0, n.id))
+    nodes.sort(
+        key=lambda n: (
+            n.type,
+            n.position.get("page_number") or 0,
+            n.position.get("char_offset") or 0,
+            n.position.get("chunk_index") or 0,
+            n.id,
+        )
+    )
     return nodes
 
 

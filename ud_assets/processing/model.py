@@ -52,8 +52,9 @@ class DocumentFailed(Exception):
     this project and travels up unchanged, so the run fails with its traceback.
     """
 
-    def __init__(self, document_id: str, cause: str, transient: bool = False, known: bool = False,
-                 fingerprint: str = ""):
+    def __init__(
+        self, document_id: str, cause: str, transient: bool = False, known: bool = False, fingerprint: str = ""
+    ):
         super().__init__(f"{document_id}: {cause}")
         self.document_id = document_id
         self.cause = cause

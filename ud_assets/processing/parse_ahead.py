@@ -44,8 +44,15 @@ class ParseAhead:
     skipped (generations.needs_decoding: up to date, or a known failure) are not parsed ahead.
     """
 
-    def __init__(self, librarian: Librarian, config: DecoderConfig, version: str, force: bool = False,
-                 workers: int = 2, lookahead: int = 2):
+    def __init__(
+        self,
+        librarian: Librarian,
+        config: DecoderConfig,
+        version: str,
+        force: bool = False,
+        workers: int = 2,
+        lookahead: int = 2,
+    ):
         from ud_assets.decoding.isolation import warm_up
 
         self.librarian, self.config, self.version, self.force = librarian, config, version, force
@@ -114,8 +121,15 @@ class ParseAhead:
         if not needs_decoding(lib, document_id, fingerprint, self.force):
             return None
         data = lib.get_content(document_id)
-        info = describe_document(data[:DETECTION_BYTES], document_id, self.config, filename=meta.title,
-                                 declared_kind=meta.kind, title=meta.title, version=self.version)
+        info = describe_document(
+            data[:DETECTION_BYTES],
+            document_id,
+            self.config,
+            filename=meta.title,
+            declared_kind=meta.kind,
+            title=meta.title,
+            version=self.version,
+        )
         elements = partition_document(data, info, self.config, meta.title or None)
         return Parsed(fingerprint, elements, info.strategy_used, info.notes, dict(info.stats))
 

@@ -31,8 +31,11 @@ def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fr
     missing = set(missing_children(attempt, built))
     if missing:
         first = "sections" if missing & {s.id for s in built.sections} else "images"
-        raise MissingInput(document_id, f"{len(missing)} children of generation {attempt.fingerprint[:12]} are "
-                                        f"not stored; materialize {first} first")
+        raise MissingInput(
+            document_id,
+            f"{len(missing)} children of generation {attempt.fingerprint[:12]} are "
+            f"not stored; materialize {first} first",
+        )
     quads = [to_quad(t) for t in build_triples(attempt.info, built.sections, built.images, attempt.now)]
     # Same ids on a re-run: clear this generation's subjects first, so nothing doubles.
     if not fresh_children:
@@ -52,16 +55,21 @@ def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fr
     subjects = {q.s for q in quads}
     # What a person can look up from the UI: how many entities of each type the generation holds.
     entities = Counter(q.o.value.rsplit("#", 1)[-1].rsplit("/", 1)[-1] for q in quads if q.p == RDF_TYPE)
-    return ProvenanceResult(len(quads), count_stored(lib, subjects), removed, {
-        "triples": len(quads),
-        "graph": GRAPH_SOURCE,
-        "subjects": len(subjects),
-        "entities_by_type": dict(sorted(entities.items())),
-        "document_iri": ids.document_iri(document_id),
-        "store_s": round(time.perf_counter() - started, 3),
-        "old_generation_children_removed": len(removed),
-        **({"changes_from_previous_generation": diff} if diff else {}),
-    })
+    return ProvenanceResult(
+        len(quads),
+        count_stored(lib, subjects),
+        removed,
+        {
+            "triples": len(quads),
+            "graph": GRAPH_SOURCE,
+            "subjects": len(subjects),
+            "entities_by_type": dict(sorted(entities.items())),
+            "document_iri": ids.document_iri(document_id),
+            "store_s": round(time.perf_counter() - started, 3),
+            "old_generation_children_removed": len(removed),
+            **({"changes_from_previous_generation": diff} if diff else {}),
+        },
+    )
 
 
 def to_quad(triple: Triple) -> Quad:

@@ -100,8 +100,14 @@ def document_failure(document_id: str, exc: Exception) -> DocumentFailed | None:
     return None
 
 
-def _run(attempt: Attempt, selected: set[str], force: bool, chunking: ChunkingOptions, ahead: ParseAhead | None,
-         progress: Callable[[str], None]) -> Outcome:
+def _run(
+    attempt: Attempt,
+    selected: set[str],
+    force: bool,
+    chunking: ChunkingOptions,
+    ahead: ParseAhead | None,
+    progress: Callable[[str], None],
+) -> Outcome:
     outcome = Outcome(attempt.document_id, attempt.fingerprint)
     if DOCUMENT in selected:
         outcome.document = document_stage(attempt)

@@ -18,8 +18,11 @@ def sections_stage(attempt: Attempt, built: Built) -> SectionsResult:
     started = time.perf_counter()
     lib = attempt.librarian
     stored = {c.id for c in lib.list_children(attempt.document_id)}
-    new = [Child(attempt.document_id, s.id, "text/plain", s.text.encode("utf-8"), s.type, s.label, (attempt.tag,))
-           for s in built.sections if s.id not in stored]
+    new = [
+        Child(attempt.document_id, s.id, "text/plain", s.text.encode("utf-8"), s.type, s.label, (attempt.tag,))
+        for s in built.sections
+        if s.id not in stored
+    ]
     lib.put_children(new)
     metadata = sections_metadata(attempt, built.sections, len(new))
     metadata["sections_s"] = round(time.perf_counter() - started, 3)
@@ -31,8 +34,11 @@ def require_stored_sections(attempt: Attempt, built: Built) -> None:
     stored = {c.id for c in attempt.librarian.list_children(attempt.document_id)}
     missing = [s.id for s in built.sections if s.id not in stored]
     if missing:
-        raise MissingInput(attempt.document_id, f"{len(missing)} of {len(built.sections)} sections of generation "
-                                                f"{attempt.fingerprint[:12]} are not stored; materialize sections first")
+        raise MissingInput(
+            attempt.document_id,
+            f"{len(missing)} of {len(built.sections)} sections of generation "
+            f"{attempt.fingerprint[:12]} are not stored; materialize sections first",
+        )
 
 
 def offsets_exact(sections: list[Section]) -> bool:

@@ -24,7 +24,16 @@ def test_describe_image_sniffs_real_formats():
     assert describe_image(docgen.jpeg2000(16, 8)) == ("image/jp2", 16, 8)
 
 
-@pytest.mark.parametrize("junk", [b"", b"not an image at all" * 50, b"(\x00\x00\x00" + b"\x01" * 60, b"\x89PNG\r\n\x1a\n" + b"\x00" * 10, b"%PDF-1.4\n"])
+@pytest.mark.parametrize(
+    "junk",
+    [
+        b"",
+        b"not an image at all" * 50,
+        b"(\x00\x00\x00" + b"\x01" * 60,
+        b"\x89PNG\r\n\x1a\n" + b"\x00" * 10,
+        b"%PDF-1.4\n",
+    ],
+)
 def test_describe_image_on_junk(junk):
     assert describe_image(junk) == ("application/octet-stream", None, None)
 
@@ -35,5 +44,7 @@ def test_describe_image_survives_a_decompression_bomb():
         return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
 
     ihdr = struct.pack(">IIBBBBB", 100_000, 100_000, 8, 2, 0, 0, 0)
-    bomb = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+    bomb = (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\x00" * 64)) + chunk(b"IEND", b"")
+    )
     assert describe_image(bomb) == ("image/png", None, None)

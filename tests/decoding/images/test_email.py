@@ -37,7 +37,11 @@ def test_email_images():
 def test_split_email_finds_inline_images_by_content_id():
     parts = split_email(docgen.eml_with_inline_image())
     (attachment,) = parts.attachments
-    assert (attachment.content_id, attachment.inline, attachment.mime_type) == (docgen.EML_INLINE_CID, True, "image/png")
+    assert (attachment.content_id, attachment.inline, attachment.mime_type) == (
+        docgen.EML_INLINE_CID,
+        True,
+        "image/png",
+    )
     (image,) = email_images(parts)
     assert image.name == f"cid:{docgen.EML_INLINE_CID}"
     assert image.data == docgen.eml_picture()

@@ -34,7 +34,14 @@ def test_install_picture_partitioners_registers_both(pictures_installed):
 def test_docx_picture_in_document_order(pictures_installed, strategy):
     elements = partition(docgen.docx_with_headings_table_picture(), detect.DOCX, strategy=strategy)
     assert [e.category for e in elements] == [
-        "Title", "NarrativeText", "Title", "NarrativeText", "Table", "Image", "Title", "NarrativeText",
+        "Title",
+        "NarrativeText",
+        "Title",
+        "NarrativeText",
+        "Table",
+        "Image",
+        "Title",
+        "NarrativeText",
     ]
     index = [e.category for e in elements].index("Image")
     assert elements[index - 1].text.startswith("Part Weight")

@@ -39,7 +39,12 @@ def test_object_key_and_content_type(real):
 
 def test_document_row_is_trustgraphs(real):
     meta = real.add_document(
-        "doc-tg", "application/pdf", b"%PDF", title="T", comments="C", tags=["a", "b"],
+        "doc-tg",
+        "application/pdf",
+        b"%PDF",
+        title="T",
+        comments="C",
+        tags=["a", "b"],
         metadata=[("https://ex.org/d", True, "http://purl.org/dc/elements/1.1/title", True, "T", False)],
     )
     real.add_child_document("doc-tg", "urn:page:tg-1", "text/plain", b"p", "page", title="Page 1")
@@ -47,23 +52,31 @@ def test_document_row_is_trustgraphs(real):
     # TrustGraph's own queries (tables/library.py), verbatim apart from user -> workspace.
     row = c.execute(
         "SELECT time, kind, title, comments, metadata, tags, object_id, parent_id, document_type "
-        "FROM librarian.document WHERE workspace = ? AND id = ?", (real.workspace, "doc-tg")).one()
+        "FROM librarian.document WHERE workspace = ? AND id = ?",
+        (real.workspace, "doc-tg"),
+    ).one()
     assert row.kind == "application/pdf" and row.title == "T" and row.comments == "C"
     assert row.tags == ["a", "b"] and row.object_id == meta.object_id
     assert row.metadata == [("https://ex.org/d", True, "http://purl.org/dc/elements/1.1/title", True, "T", False)]
     assert row.parent_id == "" and row.document_type == "source"
-    children = list(c.execute(
-        "SELECT id, workspace, parent_id, document_type FROM librarian.document WHERE parent_id = ? ALLOW FILTERING",
-        ("doc-tg",)))
+    children = list(
+        c.execute(
+            "SELECT id, workspace, parent_id, document_type FROM librarian.document WHERE parent_id = ? ALLOW FILTERING",
+            ("doc-tg",),
+        )
+    )
     assert [(r.id, r.workspace, r.document_type) for r in children] == [("urn:page:tg-1", real.workspace, "page")]
     by_object = list(c.execute("SELECT id FROM librarian.document WHERE object_id = ?", (meta.object_id,)))
     assert [r.id for r in by_object] == ["doc-tg"]
     ks = c.cluster.metadata.keyspaces["librarian"]
     cols = ks.tables["document"].columns
     assert {n: cols[n].cql_type for n in ("id", "workspace", "time", "metadata", "tags", "object_id")} == {
-        "id": "text", "workspace": "text", "time": "timestamp",
+        "id": "text",
+        "workspace": "text",
+        "time": "timestamp",
         "metadata": "list<frozen<tuple<text, boolean, text, boolean, text, boolean>>>",
-        "tags": "list<text>", "object_id": "uuid",
+        "tags": "list<text>",
+        "object_id": "uuid",
     }
     assert [col.name for col in ks.tables["document"].partition_key] == ["workspace"]
     assert [col.name for col in ks.tables["document"].clustering_key] == ["id"]
@@ -73,24 +86,32 @@ def test_document_row_is_trustgraphs(real):
 def test_triple_tables_are_trustgraphs(real):
     ks = keyspace_for(real.workspace)
     c = real.triples.c
-    real.triples.insert([
-        Quad("urn:page:1", PROV + "wasDerivedFrom", Term("doc-x", is_iri=True), GRAPH_SOURCE),
-        Quad("urn:page:1", "http://www.w3.org/2000/01/rdf-schema#label", Term("Page 1", language="en"), ""),
-    ])
+    real.triples.insert(
+        [
+            Quad("urn:page:1", PROV + "wasDerivedFrom", Term("doc-x", is_iri=True), GRAPH_SOURCE),
+            Quad("urn:page:1", "http://www.w3.org/2000/01/rdf-schema#label", Term("Page 1", language="en"), ""),
+        ]
+    )
     meta = c.cluster.metadata.keyspaces[ks]
     ent, coll = meta.tables["quads_by_entity"], meta.tables["quads_by_collection"]
     assert [k.name for k in ent.partition_key] == ["collection", "entity"]
     assert [k.name for k in ent.clustering_key] == ["role", "p", "otype", "s", "o", "d", "dtype", "lang"]
     assert [k.name for k in coll.partition_key] == ["collection"]
     assert [k.name for k in coll.clustering_key] == ["d", "s", "p", "o", "otype", "dtype", "lang"]
-    rows = {(r.entity, r.role) for r in c.execute(
-        f"SELECT entity, role FROM \"{ks}\".quads_by_entity WHERE collection = ? AND entity IN ?",
-        ("default", ["urn:page:1", "doc-x", GRAPH_SOURCE, PROV + "wasDerivedFrom"]))}
+    rows = {
+        (r.entity, r.role)
+        for r in c.execute(
+            f'SELECT entity, role FROM "{ks}".quads_by_entity WHERE collection = ? AND entity IN ?',
+            ("default", ["urn:page:1", "doc-x", GRAPH_SOURCE, PROV + "wasDerivedFrom"]),
+        )
+    }
     # one row per role, as upstream writes them: S, P, O for IRI objects, G outside the default graph
     assert rows == {("urn:page:1", "S"), (PROV + "wasDerivedFrom", "P"), ("doc-x", "O"), (GRAPH_SOURCE, "G")}
-    label = c.execute(f"SELECT otype, dtype, lang, d FROM \"{ks}\".quads_by_collection WHERE collection = ? AND d = ?", ("default", "")).one()
+    label = c.execute(
+        f'SELECT otype, dtype, lang, d FROM "{ks}".quads_by_collection WHERE collection = ? AND d = ?', ("default", "")
+    ).one()
     assert (label.otype, label.dtype, label.lang, label.d) == ("l", "", "en", "")
-    assert c.execute(f"SELECT collection FROM \"{ks}\".collection_metadata WHERE collection = ?", ("default",)).one()
+    assert c.execute(f'SELECT collection FROM "{ks}".collection_metadata WHERE collection = ?', ("default",)).one()
 
 
 def test_removal_leaves_no_rows_in_any_entity_partition(real):
@@ -99,18 +120,27 @@ def test_removal_leaves_no_rows_in_any_entity_partition(real):
     real.add_document("src", "application/pdf", b"%PDF")
     real.add_child_document("src", "urn:page:p1", "text/plain", b"p", "page")
     act = "https://trustgraph.ai/activity/a1"
-    real.triples.insert([
-        Quad("urn:page:p1", PROV + "wasDerivedFrom", Term("src", is_iri=True)),
-        Quad("urn:page:p1", PROV + "wasGeneratedBy", Term(act, is_iri=True)),
-        Quad(act, PROV + "used", Term("src", is_iri=True)),
-        Quad("src", "http://purl.org/dc/elements/1.1/title", Term("Source"), ""),
-    ])
+    real.triples.insert(
+        [
+            Quad("urn:page:p1", PROV + "wasDerivedFrom", Term("src", is_iri=True)),
+            Quad("urn:page:p1", PROV + "wasGeneratedBy", Term(act, is_iri=True)),
+            Quad(act, PROV + "used", Term("src", is_iri=True)),
+            Quad("src", "http://purl.org/dc/elements/1.1/title", Term("Source"), ""),
+        ]
+    )
     assert real.remove_document("src") == 2
     for entity in ("src", "urn:page:p1", act, PROV + "wasDerivedFrom", PROV + "used", GRAPH_SOURCE):
-        left = list(c.execute(f"SELECT * FROM \"{ks}\".quads_by_entity WHERE collection = ? AND entity = ?", ("default", entity)))
+        left = list(
+            c.execute(f'SELECT * FROM "{ks}".quads_by_entity WHERE collection = ? AND entity = ?', ("default", entity))
+        )
         assert left == [], entity
-    assert list(c.execute(f"SELECT * FROM \"{ks}\".quads_by_collection WHERE collection = ?", ("default",))) == []
-    assert c.execute("SELECT id FROM librarian.document WHERE workspace = ? AND id = ?", (real.workspace, "urn:page:p1")).one() is None
+    assert list(c.execute(f'SELECT * FROM "{ks}".quads_by_collection WHERE collection = ?', ("default",))) == []
+    assert (
+        c.execute(
+            "SELECT id FROM librarian.document WHERE workspace = ? AND id = ?", (real.workspace, "urn:page:p1")
+        ).one()
+        is None
+    )
 
 
 def test_upload_log_is_one_partition_read_from_the_cursor(real):
@@ -124,7 +154,10 @@ def test_upload_log_is_one_partition_read_from_the_cursor(real):
 
 
 def test_triples_write_rate_10k(real, record_property):
-    quads = [Quad(f"urn:chunk:{i // 10}", f"https://ex.org/p{i % 10}", Term(f"value {i}"), GRAPH_SOURCE) for i in range(10_000)]
+    quads = [
+        Quad(f"urn:chunk:{i // 10}", f"https://ex.org/p{i % 10}", Term(f"value {i}"), GRAPH_SOURCE)
+        for i in range(10_000)
+    ]
     t0 = time.perf_counter()
     real.triples.insert(quads)
     elapsed = time.perf_counter() - t0
@@ -152,7 +185,9 @@ def test_workspace_named_like_a_cql_keyword(cassandra_run):
         assert store.query(s="urn:x", collection=collection) == [quad]
     finally:
         assert store.delete_subjects(["urn:x"], GRAPH_SOURCE, collection=collection) == 1
-        cassandra_run.connection.execute('DELETE FROM "default".collection_metadata WHERE collection = ?', (collection,))
+        cassandra_run.connection.execute(
+            'DELETE FROM "default".collection_metadata WHERE collection = ?', (collection,)
+        )
     assert store.count(collection=collection) == 0
 
 

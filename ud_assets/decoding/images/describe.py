@@ -36,7 +36,7 @@ def describe_image(data: bytes) -> tuple[str, int | None, int | None]:
         # A header claiming billions of pixels: say what it is, but not its size.
         sniffed = detect.sniff(data)
         return (sniffed if sniffed.startswith("image/") else OCTET), None, None
-    except Exception:  # noqa: BLE001 - Pillow's plugins raise all kinds of errors on junk: it is "not an image"
+    except Exception:  # Pillow's plugins raise all kinds of errors on junk: it is "not an image"
         return OCTET, None, None
     if not mime.startswith("image/"):
         return OCTET, None, None

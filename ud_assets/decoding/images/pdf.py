@@ -47,7 +47,9 @@ def pdf_images(data: bytes, pages: range | None = None) -> list[ImageData]:
                     try:
                         image_bytes = _pdf_image_bytes(obj)
                         box = _pdf_image_box(obj, to_layout, layout_height)
-                    except Exception as exc:  # noqa: BLE001 - pypdfium2 and Pillow fail in many ways on a broken image: it must not lose the others
+                    except (
+                        Exception
+                    ) as exc:  # pypdfium2 and Pillow fail in many ways on a broken image: it must not lose the others
                         logger.warning("skipping PDF image %s: %s", name, exc)
                         continue
                     if image_bytes is None:
@@ -116,7 +118,9 @@ def _pdf_layout_transform(page: pdfium.PdfPage) -> tuple[_ToLayout, float, float
     return to_layout, float(width), float(height)
 
 
-def _pdf_image_box(obj: pdfium.PdfImage, to_layout: _ToLayout, layout_height: float) -> tuple[float, float, float, float]:
+def _pdf_image_box(
+    obj: pdfium.PdfImage, to_layout: _ToLayout, layout_height: float
+) -> tuple[float, float, float, float]:
     """(x0, y0, x1, y1) of the image with the origin at the top-left of the page."""
     corners = list(obj.get_quad_points())
     # Objects inside form XObjects are placed in their form's space: apply each form's matrix.
