@@ -365,6 +365,11 @@ class SqliteDocumentStore:
     def list_records(self, kind: str, workspace: str) -> list[Record]:
         return self._records(kind, "workspace = ?", (workspace,))
 
+    def page_records(self, kind: str, workspace: str, after: str, limit: int) -> list[Record]:
+        return self._records(
+            kind, "workspace = ? AND document_id > ? ORDER BY document_id LIMIT ?", (workspace, after, limit)
+        )
+
     def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None:
         record_columns(kind)  # validates kind
         with self.db.write() as c:

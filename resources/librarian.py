@@ -419,6 +419,12 @@ class LibrarianService:
         records = [_typed(r, Generation) for r in self.documents.list_records("generation", self.workspace)]
         return sorted(records, key=lambda g: g.document_id)
 
+    def generations_after(self, after: str = "", limit: int = 1000) -> list[Generation]:
+        """A page of generations in document id order: the whole library in bounded memory, page by page."""
+        if limit <= 0:
+            raise LibrarianError(f"limit must be positive, got {limit}")
+        return [_typed(r, Generation) for r in self.documents.page_records("generation", self.workspace, after, limit)]
+
     def record_failure(self, failure: Failure) -> None:
         """Record (or replace) why a document could not be decoded."""
         check_id(failure.document_id)

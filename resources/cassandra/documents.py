@@ -246,6 +246,10 @@ class CassandraDocumentStore:
     def list_records(self, kind: str, workspace: str) -> list[Record]:
         return self._records(kind, "", (workspace,))
 
+    def page_records(self, kind: str, workspace: str, after: str, limit: int) -> list[Record]:
+        # document_id is the clustering column: a slice of the workspace's partition, in order.
+        return self._records(kind, " AND document_id > ? LIMIT ?", (workspace, after, limit))
+
     def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None:
         record_columns(kind)
         cql = f"DELETE FROM {KEYSPACE}.record_{kind} WHERE workspace = ? AND document_id = ?"

@@ -204,6 +204,10 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
             continue
         outcomes.append(outcome)
         elapsed = round(time.perf_counter() - started, 3)
+        if outcome.repaired:
+            context.log.warning(
+                f"{key}: the stored generation was incomplete ({'; '.join(outcome.repaired)}); rewritten"
+            )
         if outcome.skipped:
             context.log.info(f"{key} is up to date (generation {outcome.fingerprint[:12]}): nothing decoded again")
         for stage in stages:
@@ -214,6 +218,8 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
                 else _stored_metadata(context, stage, key, outcome.fingerprint)
             )
             metadata["document_id"] = key
+            if outcome.repaired and values is not None:
+                metadata["repaired"] = "; ".join(outcome.repaired)  # the stored generation was incomplete
             if stage == stages[-1]:
                 metadata["document_s"] = elapsed
                 if ahead is not None:

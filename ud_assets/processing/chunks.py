@@ -19,7 +19,7 @@ from ud_assets.processing.provenance import to_quad
 
 
 def chunks_stage(
-    attempt: Attempt, sections: list[Section], fresh_sections: bool, options: ChunkingOptions
+    attempt: Attempt, sections: list[Section], fresh_sections: bool, options: ChunkingOptions, rewrite: bool = False
 ) -> ChunksResult:
     """Chunk the generation's sections (stored already) and store chunks and their triples.
 
@@ -42,7 +42,7 @@ def chunks_stage(
         have = {c.id for c in stored}
         for chunk in chunks:
             chunk_id = chunking.chunk_id(section.id, generation, chunk.index)
-            if chunk_id not in have:
+            if rewrite or chunk_id not in have:
                 new_chunks.append(
                     Child(
                         section.id,

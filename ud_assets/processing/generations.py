@@ -14,7 +14,7 @@ import uuid
 from collections import Counter
 from datetime import UTC, datetime
 
-from resources.model import GRAPH_SOURCE, Librarian, LibrarianError, Quad
+from resources.model import GRAPH_SOURCE, IMAGE, Librarian, LibrarianError, Quad
 from resources.records import Failure, Generation
 from ud_assets.decoding import ids
 from ud_assets.decoding.model import DECODER_LOGIC_VERSION, Element, Section
@@ -45,12 +45,48 @@ def known_failure(librarian: Librarian, document_id: str, fingerprint: str) -> F
     return None
 
 
-def is_current(librarian: Librarian, document_id: str, fingerprint: str, current: Generation | None) -> bool:
-    """The stored current generation is this one, and every child of the document belongs to it."""
+def problems(librarian: Librarian, document_id: str, generation: Generation) -> list[str]:
+    """What is missing from a stored generation, checked against what it recorded it consists of.
+
+    Cheap enough to run before every skip: one read of the document's children, one per page or
+    section holding images, one object HEAD and one read of the document's own triples. Nothing
+    is scanned. (`ud verify` checks every row, object and triple.)"""
+    lib, tag = librarian, generation_tag(generation.fingerprint)
+    found: list[str] = []
+    children = lib.list_children(document_id)
+    others = [c.id for c in children if tag not in c.tags]
+    if others:
+        found.append(f"{len(others)} children of another generation")
+    summary = json.loads(generation.summary_json or "{}")
+    if "children" not in summary:  # recorded before generations kept what they consist of
+        return found
+    own = sum(1 for c in children if tag in c.tags)
+    if own != summary["children"]:
+        found.append(f"{summary['children'] - own} of {summary['children']} pages/sections missing")
+    for parent, expected in summary["image_parents"].items():
+        images = sum(1 for c in lib.list_children(parent) if c.document_type == IMAGE and tag in c.tags)
+        if images != expected:
+            found.append(f"{expected - images} of {expected} images of {parent} missing")
+    if not lib.objects.exists(uuid.UUID(generation.elements_object_id)):
+        found.append("the elements object is missing")
+    doc_triples = len(lib.triples.query(s=ids.document_iri(document_id), g=GRAPH_SOURCE, collection=lib.collection))
+    if doc_triples != summary["document_triples"]:
+        found.append(f"{doc_triples} of {summary['document_triples']} document triples stored")
+    return found
+
+
+def current_problems(
+    librarian: Librarian, document_id: str, fingerprint: str, current: Generation | None
+) -> list[str] | None:
+    """None when the stored generation is another one (or none); else what is missing from it ([] = complete)."""
     if current is None or current.fingerprint != fingerprint:
-        return False
-    tag = generation_tag(fingerprint)
-    return all(tag in child.tags for child in librarian.list_children(document_id))
+        return None
+    return problems(librarian, document_id, current)
+
+
+def is_current(librarian: Librarian, document_id: str, fingerprint: str, current: Generation | None) -> bool:
+    """The up-to-date rule: the stored generation is this one, and all of it is there."""
+    return current_problems(librarian, document_id, fingerprint, current) == []
 
 
 def needs_decoding(librarian: Librarian, document_id: str, fingerprint: str, force: bool) -> bool:
@@ -90,7 +126,7 @@ def stale_children(attempt: Attempt) -> list[str]:
 # -- commit -------------------------------------------------------------------------------------
 
 
-def commit(attempt: Attempt, quads: list[Quad], summary: dict[str, int]) -> list[str]:
+def commit(attempt: Attempt, quads: list[Quad], summary: dict[str, object]) -> list[str]:
     """Make the attempt's generation current: record it, then remove older generations' children.
 
     The document-level triples are replaced first (they describe the document as of this

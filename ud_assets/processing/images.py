@@ -10,19 +10,19 @@ from ud_assets.processing.model import Attempt, Built, ImagesResult
 from ud_assets.processing.sections import LISTED_IDS
 
 
-def images_stage(attempt: Attempt, built: Built) -> ImagesResult:
-    """Store the images not stored yet. Their parents (sections) must be stored already."""
+def images_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> ImagesResult:
+    """Store the images not stored yet (or all of them: rewrite). Their parents must be stored already."""
     started = time.perf_counter()
     lib = attempt.librarian
     new = [
         Child(r.parent, r.id, r.mime_type, r.data, IMAGE, f"Image {r.ordinal}", (attempt.tag,))
         for r in built.images
-        if not lib.exists(r.id)
+        if rewrite or not lib.exists(r.id)
     ]
     lib.put_children(new)
     return ImagesResult(
         len(new),
-        len(new) == len(built.images),
+        not rewrite and len(new) == len(built.images),  # fresh: none of them existed before
         {
             "images": len(built.images),
             "written": len(new),

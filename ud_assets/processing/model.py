@@ -14,6 +14,7 @@ from typing import Any
 
 from resources.model import DocumentMetadata, Librarian
 from resources.records import Generation
+from ud_assets.decoding.chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from ud_assets.decoding.model import DecoderConfig, DocumentInfo, Element, ImageRecord, Section
 
 DOCUMENT = "document"
@@ -41,8 +42,8 @@ def generation_tag(fingerprint: str) -> str:
 class ChunkingOptions:
     """TrustGraph's recursive chunker parameters (the defaults of its chunker)."""
 
-    chunk_size: int = 2000
-    chunk_overlap: int = 100
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
 
 
 class DocumentFailed(Exception):
@@ -155,6 +156,7 @@ class Outcome:
     document_id: str
     fingerprint: str = ""
     skipped: bool = False  # the generation was current and complete: nothing was redone
+    repaired: list[str] = field(default_factory=list)  # what was missing from the current generation, rewritten
     document: DocumentResult | None = None
     elements: ElementsResult | None = None
     built: Built | None = None

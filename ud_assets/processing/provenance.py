@@ -49,6 +49,10 @@ def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fr
         "tables": sum(s.table_count for s in sections if s.leaf),
         "images": len(built.images),
         "triples": len(quads),
+        # What the generation consists of, so that a skip can check it is all there (generations.problems).
+        "children": len(sections),
+        "image_parents": dict(sorted(Counter(r.parent for r in built.images).items())),
+        "document_triples": sum(1 for q in quads if q.s == ids.document_iri(document_id)),
     }
     diff = generation_diff(attempt, sections, elements)
     removed = commit(attempt, quads, summary)

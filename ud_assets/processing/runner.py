@@ -17,7 +17,7 @@ from ud_assets.decoding.partitioning import unstructured_version
 from ud_assets.processing.chunks import chunks_stage
 from ud_assets.processing.document import document_stage, open_attempt
 from ud_assets.processing.elements import build, elements_stage, load_elements
-from ud_assets.processing.generations import is_current, refuse_known_failure, stale_children
+from ud_assets.processing.generations import current_problems, refuse_known_failure, stale_children
 from ud_assets.processing.images import images_stage, missing_children
 from ud_assets.processing.model import (
     CHUNKS,
@@ -117,8 +117,12 @@ def _run(
         refuse_known_failure(attempt)
     # The stages of the generation that have work to do: none when it is current and complete.
     todo = selected & set(GENERATION_STAGES)
-    if todo and not force and is_current(attempt.librarian, attempt.document_id, attempt.fingerprint, attempt.current):
+    missing = current_problems(attempt.librarian, attempt.document_id, attempt.fingerprint, attempt.current)
+    if todo and not force and missing == []:
         outcome.skipped, todo = True, set()
+    # A current generation with parts missing (lost in a crash, deleted behind our back) is rewritten whole.
+    rewrite = force or bool(missing)
+    outcome.repaired = missing or []
     if not todo and CHUNKS not in selected:
         return outcome
 
@@ -128,7 +132,7 @@ def _run(
     built = outcome.built = build(attempt, elements.elements)
 
     if SECTIONS in todo:
-        outcome.sections = sections_stage(attempt, built)
+        outcome.sections = sections_stage(attempt, built, rewrite)
     elif not outcome.skipped and (IMAGES in todo or CHUNKS in selected):
         require_stored_sections(attempt, built)
     fresh_sections = outcome.sections is not None and outcome.sections.fresh
@@ -137,10 +141,10 @@ def _run(
         # Chunks need only the stored sections: they are written while images and provenance
         # are; a failure of either fails the document.
         chunked: Future[ChunksResult] | None = (
-            pool.submit(chunks_stage, attempt, built.sections, fresh_sections, chunking) if CHUNKS in selected else None
+            pool.submit(chunks_stage, attempt, built.sections, fresh_sections, chunking, rewrite) if CHUNKS in selected else None
         )
         if IMAGES in todo:
-            outcome.images = images_stage(attempt, built)
+            outcome.images = images_stage(attempt, built, rewrite)
         if PROVENANCE in todo:
             fresh = fresh_sections and outcome.images is not None and outcome.images.fresh
             outcome.provenance = provenance_stage(attempt, built, elements.elements, fresh)

@@ -13,11 +13,13 @@ PREVIEW_CHARACTERS = 1500
 LISTED_IDS = 200  # ids listed in metadata; the row count says how many there are
 
 
-def sections_stage(attempt: Attempt, built: Built) -> SectionsResult:
-    """Store the sections not stored yet (all of them, unless a run was cut short), in one batched write."""
+def sections_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> SectionsResult:
+    """Store the sections not stored yet (all of them, unless a run was cut short), in one batched write.
+
+    rewrite: write every one again (forced, or repairing a generation whose objects went missing)."""
     started = time.perf_counter()
     lib = attempt.librarian
-    stored = {c.id for c in lib.list_children(attempt.document_id)}
+    stored = set() if rewrite else {c.id for c in lib.list_children(attempt.document_id)}
     new = [
         Child(attempt.document_id, s.id, "text/plain", s.text.encode("utf-8"), s.type, s.label, (attempt.tag,))
         for s in built.sections
@@ -26,7 +28,8 @@ def sections_stage(attempt: Attempt, built: Built) -> SectionsResult:
     lib.put_children(new)
     metadata = sections_metadata(attempt, built.sections, len(new))
     metadata["sections_s"] = round(time.perf_counter() - started, 3)
-    return SectionsResult(len(new), len(new) == len(built.sections), offsets_exact(built.sections), metadata)
+    fresh = not rewrite and len(new) == len(built.sections)  # none of them existed before
+    return SectionsResult(len(new), fresh, offsets_exact(built.sections), metadata)
 
 
 def require_stored_sections(attempt: Attempt, built: Built) -> None:
