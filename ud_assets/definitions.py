@@ -14,6 +14,7 @@ from ud_assets.defs.jobs import decode_documents
 from ud_assets.defs.resources import LibrarianResource
 from ud_assets.defs.schedules import reprocess_after_upgrade
 from ud_assets.defs.sensors import librarian_uploads
+from ud_assets.defs.verification import verify_library_job, verify_library_schedule
 
 with warnings.catch_warnings():
     # Code references are a beta API of Dagster: useful in the UI, not worth a warning per process.
@@ -22,9 +23,9 @@ with warnings.catch_warnings():
 
 defs = dg.Definitions(
     assets=assets,  # with code references: the asset pages link to the function that computes them
-    jobs=[decode_documents],
+    jobs=[decode_documents, verify_library_job],
     sensors=[librarian_uploads],
-    schedules=[reprocess_after_upgrade],
+    schedules=[reprocess_after_upgrade, verify_library_schedule],
     resources={"librarian": LibrarianResource()},
     executor=dg.in_process_executor,
 )

@@ -30,6 +30,7 @@ HEAVY_MODULES = ("unstructured", "torch", "spacy", "transformers", "onnxruntime"
 PROJECT_VARIABLES = (
     "UD_BATCH_SIZE",
     "UD_REPROCESS_CRON",
+    "UD_VERIFY_CRON",
     "UD_BACKEND",
     "UD_HOME",
     "UD_WORKSPACE",

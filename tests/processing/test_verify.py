@@ -127,8 +127,9 @@ def test_repair_goes_through_dagster_when_there_is_an_instance(tmp_path, monkeyp
     lib = LibrarianResource(backend="embedded", home=str(tmp_path / "ud")).get()
     lib.add_document("notes.md", "text/markdown", docgen.markdown(), title="notes.md")
     with dg.DagsterInstance.get() as instance:
-        assert materialize(LibrarianResource(backend="embedded", home=str(tmp_path / "ud")), instance,
-                           ["notes.md"], ALL).success
+        assert materialize(
+            LibrarianResource(backend="embedded", home=str(tmp_path / "ud")), instance, ["notes.md"], ALL
+        ).success
     section = lib.list_children("notes.md")[0]
     lib.objects.delete(section.object_id)
     assert main(["verify", "--repair"]) == 0

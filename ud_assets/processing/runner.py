@@ -141,7 +141,9 @@ def _run(
         # Chunks need only the stored sections: they are written while images and provenance
         # are; a failure of either fails the document.
         chunked: Future[ChunksResult] | None = (
-            pool.submit(chunks_stage, attempt, built.sections, fresh_sections, chunking, rewrite) if CHUNKS in selected else None
+            pool.submit(chunks_stage, attempt, built.sections, fresh_sections, chunking, rewrite)
+            if CHUNKS in selected
+            else None
         )
         if IMAGES in todo:
             outcome.images = images_stage(attempt, built, rewrite)
