@@ -16,7 +16,7 @@ export UD_HOME ?= $(CURDIR)/.ud
 APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc chromium
 PYTEST_ARGS ?=
 
-.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env bench dagster-home clean
+.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env bench screenshots dagster-home clean
 
 help:
 	@echo "make demo    set up, then decode sample documents through the asset graph (embedded librarian)"
@@ -24,6 +24,7 @@ help:
 	@echo "make test-fast  the tests that need no server or browser, in parallel"
 	@echo "make dev     open the Dagster UI on http://127.0.0.1:3000"
 	@echo "make bench   benchmark against the bare library (CORPUS=DIR OUT=FILE)"
+	@echo "make screenshots  decode the samples in a fresh dagster dev, write docs/screenshots/*.png"
 
 setup: system-packages venv dagster-home
 
@@ -79,6 +80,12 @@ OUT ?= bench-out/bench.json
 BENCH_ARGS ?=
 bench: setup services-up
 	@eval "$$(scripts/services/env.sh)" && $(PY) -m bench $(if $(CORPUS),--corpus $(CORPUS)) --out $(OUT) $(BENCH_ARGS)
+
+# The same environment as the browser tests (tests/ui/harness.py): a fresh dagster dev and librarian,
+# the samples uploaded and decoded by the sensor; Chromium writes the asset graph and a PDF's partition page.
+SCREENSHOTS ?= docs/screenshots
+screenshots: setup
+	$(PY) scripts/screenshots.py --out $(SCREENSHOTS)
 
 clean:
 	rm -rf .ud .dagster_home .pytest_cache bench-out
