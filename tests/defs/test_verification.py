@@ -1,7 +1,5 @@
 """The scheduled verification job fails visibly, naming the incomplete documents, and passes once repaired."""
 
-import dagster as dg
-
 from tests import docgen
 from tests.defs.test_subsets import materialize
 from ud_assets.defs.resources import LibrarianResource

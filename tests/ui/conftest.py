@@ -21,12 +21,12 @@ from tests.ui.harness import SAMPLES, DagsterDev, dagster_dev, launch_browser
 # Which document each test works on: its own, so that one test's runs never disturb another's.
 # Upload order is partition order (the sensor adds new documents in the order of the upload log):
 # the backfill's range must be contiguous.
-WATCHED = "handbook.docx"             # (a) decoded by the sensor, watched in the UI
-SECTIONS_ALONE = "menu.html"          # (b) `sections` alone from the Materialize… dialog
-IMAGES_ALONE = "slides.pptx"          # (b) `images` alone
-PDF = "report.pdf"                    # (d) a PDF partition's metadata
+WATCHED = "handbook.docx"  # (a) decoded by the sensor, watched in the UI
+SECTIONS_ALONE = "menu.html"  # (b) `sections` alone from the Materialize… dialog
+IMAGES_ALONE = "slides.pptx"  # (b) `images` alone
+PDF = "report.pdf"  # (d) a PDF partition's metadata
 BACKFILL_RANGE = ["notes.md", "cities.csv", "letter.eml"]  # (c) a backfill over a range
-BAD = "bad.pdf"                       # (e) garbage that claims to be a PDF
+BAD = "bad.pdf"  # (e) garbage that claims to be a PDF
 UPLOAD_ORDER = [WATCHED, PDF, SECTIONS_ALONE, IMAGES_ALONE, *BACKFILL_RANGE, BAD]
 
 # Every test's timeout includes the session's set-up when it is the first to need it.
@@ -101,5 +101,5 @@ def pytest_runtest_makereport(item, call):
         page.screenshot(path=str(shot), full_page=True)
         (Path(folder) / "failure.html").write_text(page.content())
         report.sections.append(("browser", f"page {page.url}\nscreenshot {shot}\nhtml {shot.with_suffix('.html')}"))
-    except Exception as error:  # noqa: BLE001 - a failed screenshot must not hide the test's failure
+    except Exception as error:  # a failed screenshot must not hide the test's failure
         report.sections.append(("browser", f"no screenshot: {error}"))

@@ -34,10 +34,24 @@ BIN = Path(sys.executable).parent  # the virtualenv's bin: dagster, ud
 SAMPLES = ROOT / "samples"
 START_TIMEOUT = 180
 # Whatever would point the server at another librarian, another instance or other definitions.
-REMOVED_VARIABLES = ("CASSANDRA_HOST", "CASSANDRA_PORT", "CASSANDRA_USERNAME", "CASSANDRA_PASSWORD", "CASSANDRA_TLS",
-                     "CASSANDRA_TLS_CA_FILE", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "UD_BACKEND", "UD_HOME",
-                     "UD_WORKSPACE", "UD_COLLECTION", "UD_BUCKET", "UD_BATCH_SIZE", "UD_REPROCESS_CRON",
-                     "DAGSTER_HOME")
+REMOVED_VARIABLES = (
+    "CASSANDRA_HOST",
+    "CASSANDRA_PORT",
+    "CASSANDRA_USERNAME",
+    "CASSANDRA_PASSWORD",
+    "CASSANDRA_TLS",
+    "CASSANDRA_TLS_CA_FILE",
+    "AWS_ENDPOINT_URL_S3",
+    "AWS_ENDPOINT_URL",
+    "UD_BACKEND",
+    "UD_HOME",
+    "UD_WORKSPACE",
+    "UD_COLLECTION",
+    "UD_BUCKET",
+    "UD_BATCH_SIZE",
+    "UD_REPROCESS_CRON",
+    "DAGSTER_HOME",
+)
 
 WORKSPACE_QUERY = """
 query {
@@ -103,8 +117,9 @@ def chromium_path() -> str:
 
 
 def launch_browser(playwright):
-    return playwright.chromium.launch(executable_path=chromium_path(), headless=True,
-                                      args=["--no-sandbox", "--disable-dev-shm-usage"])
+    return playwright.chromium.launch(
+        executable_path=chromium_path(), headless=True, args=["--no-sandbox", "--disable-dev-shm-usage"]
+    )
 
 
 class DagsterDev:
@@ -122,8 +137,13 @@ class DagsterDev:
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {k: v for k, v in os.environ.items() if k not in REMOVED_VARIABLES}
         self.env.update(
-            DAGSTER_HOME=str(self.dagster_home), UD_HOME=str(self.ud_home), UD_BACKEND="embedded",
-            DO_NOT_TRACK="true", UNSTRUCTURED_DISABLE_NOTICE="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+            DAGSTER_HOME=str(self.dagster_home),
+            UD_HOME=str(self.ud_home),
+            UD_BACKEND="embedded",
+            DO_NOT_TRACK="true",
+            UNSTRUCTURED_DISABLE_NOTICE="1",
+            HF_HUB_OFFLINE="1",
+            TRANSFORMERS_OFFLINE="1",
             # The checkout's code wins over an editable install of another checkout.
             PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
             PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
@@ -136,7 +156,11 @@ class DagsterDev:
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(
                 [str(BIN / "dagster"), "dev", "-w", "workspace.yaml", "-h", "127.0.0.1", "-p", str(self.port)],
-                cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                cwd=ROOT,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
 
@@ -159,8 +183,10 @@ class DagsterDev:
                 if entries and entries[0]["loadStatus"] == "LOADED":
                     location = entries[0]["locationOrLoadError"]
                     if location["__typename"] != "RepositoryLocation":
-                        raise RuntimeError(f"code location failed to load: {location.get('message')}\n"
-                                           + "".join(location.get("stack") or []))
+                        raise RuntimeError(
+                            f"code location failed to load: {location.get('message')}\n"
+                            + "".join(location.get("stack") or [])
+                        )
                     return
             except (urllib.error.URLError, ConnectionError, TimeoutError, json.JSONDecodeError):
                 pass
@@ -181,7 +207,7 @@ class DagsterDev:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp session
+            fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp session
             if int(fields[3]) == sid and fields[0] != "Z":
                 pids.append(int(entry.name))
         return pids
@@ -209,8 +235,9 @@ class DagsterDev:
 
     def ud(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         """The `ud` console script against the same librarian as the server."""
-        done = subprocess.run([str(BIN / "ud"), *args], cwd=ROOT, env=self.env, capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run(
+            [str(BIN / "ud"), *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=300
+        )
         if check and done.returncode != 0:
             raise RuntimeError(f"ud {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
         return done
@@ -233,8 +260,10 @@ class DagsterDev:
     def partition_statuses(self, asset: str) -> dict[str, list[str]]:
         node = self.graphql(PARTITION_STATUS_QUERY, {"path": asset.split("/")})["assetNodeOrError"]
         statuses = node.get("assetPartitionStatuses") or {}
-        return {name: statuses.get(name) or [] for name in
-                ("materializedPartitions", "failedPartitions", "materializingPartitions")}
+        return {
+            name: statuses.get(name) or []
+            for name in ("materializedPartitions", "failedPartitions", "materializingPartitions")
+        }
 
     def wait_partition_keys(self, asset: str, keys: list[str], timeout: float) -> None:
         """Wait until the sensor has added the keys to the asset's partitions."""
@@ -244,12 +273,19 @@ class DagsterDev:
             if set(keys) <= set(node.get("partitionKeys") or []):
                 return
             if time.monotonic() > deadline:
-                raise AssertionError(f"{asset}: partitions {keys} not added after {timeout:.0f}s: "
-                                     f"{node.get('partitionKeys')}\n{self.output(3000)}")
+                raise AssertionError(
+                    f"{asset}: partitions {keys} not added after {timeout:.0f}s: "
+                    f"{node.get('partitionKeys')}\n{self.output(3000)}"
+                )
             time.sleep(1)
 
-    def wait_partitions(self, asset: str, keys: list[str], timeout: float, status: str = "materializedPartitions",
-                        ) -> dict[str, list[str]]:
+    def wait_partitions(
+        self,
+        asset: str,
+        keys: list[str],
+        timeout: float,
+        status: str = "materializedPartitions",
+    ) -> dict[str, list[str]]:
         """Wait until every key has `status` for the asset; a key that fails instead ends the wait early."""
         deadline = time.monotonic() + timeout
         while True:
@@ -261,8 +297,10 @@ class DagsterDev:
                 if failed:
                     raise AssertionError(f"{asset}: partitions {sorted(failed)} failed\n{self.runs_summary()}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"{asset}: {keys} not all {status} after {timeout:.0f}s: {statuses}\n"
-                                     f"{self.runs_summary()}\n{self.output(3000)}")
+                raise AssertionError(
+                    f"{asset}: {keys} not all {status} after {timeout:.0f}s: {statuses}\n"
+                    f"{self.runs_summary()}\n{self.output(3000)}"
+                )
             time.sleep(2)
 
     def runs_summary(self) -> str:
@@ -271,7 +309,8 @@ class DagsterDev:
         for run in runs:
             tags = {t["key"]: t["value"] for t in run["tags"]}
             partition = tags.get("dagster/partition") or "{}...{}".format(
-                tags.get("dagster/asset_partition_range_start", ""), tags.get("dagster/asset_partition_range_end", ""))
+                tags.get("dagster/asset_partition_range_start", ""), tags.get("dagster/asset_partition_range_end", "")
+            )
             lines.append(f"run {run['runId'][:8]} {run['status']} {partition}")
         return "\n".join(lines)
 

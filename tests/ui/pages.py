@@ -30,8 +30,9 @@ def open_partition(page: Page, asset: str, key: str) -> None:
     page.wait_for_timeout(500)
 
 
-def reload_until(page: Page, load: Callable[[], None], seen: Callable[[], str | None], timeout: float,
-                 what: str) -> str:
+def reload_until(
+    page: Page, load: Callable[[], None], seen: Callable[[], str | None], timeout: float, what: str
+) -> str:
     """load() the page again and again until `seen()` returns a state (a string), at most `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while True:

@@ -42,9 +42,9 @@ from tests.ui.pages import (
 )
 
 ASSETS = ["document", "elements", "sections", "chunks", "images", "provenance_triples"]
-RUN_BUDGET = 300       # a launched run queued, started (a new process) and finished
+RUN_BUDGET = 300  # a launched run queued, started (a new process) and finished
 BACKFILL_BUDGET = 420  # the backfill daemon's ticks, then its run(s)
-SECTION_COLUMNS = ["id", "label", "page", "char_offset", "char_length"]
+SECTION_COLUMNS = ["id", "label", "type", "page", "char_offset", "char_length", "text"]
 
 RUN_QUERY = """
 query Run($runId: ID!) {
@@ -88,11 +88,17 @@ def run_failure(server: DagsterDev, run_id: str) -> str:
 
 # -- (a) the sensor decodes an upload without a click -------------------------------------------
 
+
 @pytest.mark.timeout(SERVER_BUDGET + DECODE_BUDGET + 60, method="signal")
 def test_an_upload_turns_materialized_without_a_click(server, documents, page):
     assert documents[WATCHED] == WATCHED  # `ud librarian add samples/handbook.docx --id handbook.docx`
-    state = reload_until(page, lambda: open_partition(page, "sections", WATCHED), lambda: partition_state(page),
-                         DECODE_BUDGET, f"partition {WATCHED} of sections materialized")
+    state = reload_until(
+        page,
+        lambda: open_partition(page, "sections", WATCHED),
+        lambda: partition_state(page),
+        DECODE_BUDGET,
+        f"partition {WATCHED} of sections materialized",
+    )
     assert state == "materialized", f"{WATCHED} failed:\n{server.runs_summary()}"
     expect(page.get_by_text(re.compile(r"^Materialized \([1-9]\d*\)$"))).to_be_visible()  # the status filter
     short_id = latest_materialization_run(page)
@@ -105,6 +111,7 @@ def test_an_upload_turns_materialized_without_a_click(server, documents, page):
 
 
 # -- (b) one asset, one partition, from the Materialize… dialog ----------------------------------
+
 
 @pytest.mark.parametrize(("asset", "key"), [("sections", SECTIONS_ALONE), ("images", IMAGES_ALONE)])
 @pytest.mark.timeout(SERVER_BUDGET + DECODE_BUDGET + RUN_BUDGET + 60, method="signal")
@@ -128,6 +135,7 @@ def test_one_asset_of_one_partition_from_the_materialize_dialog(server, document
 
 # -- (c) a backfill over a range of partitions, from the whole graph ------------------------------
 
+
 @pytest.mark.timeout(SERVER_BUDGET + DECODE_BUDGET + BACKFILL_BUDGET + 60, method="signal")
 def test_a_backfill_over_a_range_from_the_ui(server, documents, page):
     server.wait_partitions("provenance_triples", BACKFILL_RANGE, DECODE_BUDGET)
@@ -140,11 +148,13 @@ def test_a_backfill_over_a_range_from_the_ui(server, documents, page):
     expect(page).to_have_url(re.compile(rf"/runs/b/{backfill_id}"))
     url = page.url.removeprefix(server.url)
 
-    state = reload_until(page, lambda: page.goto(url), lambda: backfill_state(page), BACKFILL_BUDGET,
-                         f"backfill {backfill_id} ended")
+    state = reload_until(
+        page, lambda: page.goto(url), lambda: backfill_state(page), BACKFILL_BUDGET, f"backfill {backfill_id} ended"
+    )
     backfill = server.graphql(BACKFILL_RUNS_QUERY, {"backfillId": backfill_id})["partitionBackfillOrError"]
     assert state == "Succeeded", f"backfill {backfill_id} ended {state}: {json.dumps(backfill)}\n" + "\n".join(
-        run_failure(server, r["runId"]) for r in backfill.get("runs", []))
+        run_failure(server, r["runId"]) for r in backfill.get("runs", [])
+    )
     for key in BACKFILL_RANGE:  # the partition selection, as the page lists it
         expect(page.get_by_text(key, exact=True).first).to_be_visible()
     # Every asset: all its targeted partitions succeeded, none failed ("100% completed", counts).
@@ -159,8 +169,10 @@ def test_a_backfill_over_a_range_from_the_ui(server, documents, page):
     runs = {r["runId"] for r in backfill["runs"]}
     assert runs and all(r["status"] == "SUCCESS" for r in backfill["runs"]), backfill["runs"]
     for asset in ASSETS:
-        events = server.graphql(MATERIALIZATIONS_QUERY, {"path": [asset], "partitions": BACKFILL_RANGE},
-                                )["assetNodeOrError"]["assetMaterializations"]
+        events = server.graphql(
+            MATERIALIZATIONS_QUERY,
+            {"path": [asset], "partitions": BACKFILL_RANGE},
+        )["assetNodeOrError"]["assetMaterializations"]
         by_backfill = {e["partition"] for e in events if e["runId"] in runs}
         assert by_backfill == set(BACKFILL_RANGE), f"{asset}: materialized by the backfill: {sorted(by_backfill)}"
     # And the UI says so, partition by partition, on the last asset of the chain.
@@ -171,6 +183,7 @@ def test_a_backfill_over_a_range_from_the_ui(server, documents, page):
 
 
 # -- (d) a PDF partition's metadata: its sections as a table, and its URI -------------------------
+
 
 @pytest.mark.timeout(SERVER_BUDGET + DECODE_BUDGET + 60, method="signal")
 def test_a_pdf_partition_shows_its_sections_and_uri(server, documents, page):
@@ -183,14 +196,15 @@ def test_a_pdf_partition_shows_its_sections_and_uri(server, documents, page):
     sections = metadata_entry(page, "sections")
     assert sections.count() == 1, f"no metadata entry 'sections' on {page.url}; entries: {labels}"
     table = sections.get_by_role("table")
-    assert table.count() == 1, \
-        f"metadata entry 'sections' is not a table: {sections.inner_text()!r}; entries: {labels}"
+    assert table.count() == 1, f"metadata entry 'sections' is not a table: {sections.inner_text()!r}; entries: {labels}"
     assert table.get_by_role("columnheader").all_inner_texts() == SECTION_COLUMNS
     rows = [row.get_by_role("cell").all_inner_texts() for row in table.locator("tbody tr").all()]
     # report.pdf has two pages: 78 characters, a blank line, 45 characters.
-    assert [row[1:] for row in rows] == [["Page 1", "1", "0", "78"], ["Page 2", "2", "80", "45"]], rows
-    assert all(re.fullmatch(r"urn:page:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", row[0])
-               for row in rows), rows
+    assert [row[1:6] for row in rows] == [["Page 1", "page", "1", "0", "78"], ["Page 2", "page", "2", "80", "45"]], rows
+    assert all(row[6].strip() for row in rows), rows  # the first characters of each page
+    assert all(
+        re.fullmatch(r"urn:page:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", row[0]) for row in rows
+    ), rows
 
     uri = metadata_entry(page, "dagster/uri")
     assert uri.count() == 1, f"no metadata entry 'dagster/uri' on {page.url}; entries: {labels}"
@@ -200,12 +214,18 @@ def test_a_pdf_partition_shows_its_sections_and_uri(server, documents, page):
 
 # -- (e) a bad document's partition shows its cause in one line ----------------------------------
 
+
 @pytest.mark.timeout(SERVER_BUDGET + DECODE_BUDGET + RUN_BUDGET + 60, method="signal")
 def test_a_bad_document_shows_its_cause_in_one_line(server, documents, page):
     assert documents[BAD] == BAD  # `ud librarian add bad.pdf --id bad.pdf`: garbage behind a PDF header
     server.wait_partitions("document", [BAD], DECODE_BUDGET, status="failedPartitions")
-    state = reload_until(page, lambda: open_partition(page, "document", BAD), lambda: partition_state(page),
-                         RUN_BUDGET, f"the run over {BAD} ended")  # an automatic retry may be running
+    state = reload_until(
+        page,
+        lambda: open_partition(page, "document", BAD),
+        lambda: partition_state(page),
+        RUN_BUDGET,
+        f"the run over {BAD} ended",
+    )  # an automatic retry may be running
     assert state == "failed", f"{BAD} shows {state}"
     banner = page.get_by_text(re.compile(r"failed, and did not materialize this asset")).first
     expect(banner).to_have_text(re.compile(r"^Run [0-9a-f]{8} failed, and did not materialize this asset\.?$"))

@@ -55,15 +55,16 @@ def stage_metadata(stage: str, outcome: Outcome, values: Mapping[str, Any]) -> d
         if value is None:
             continue
         if name == "uri":
-            out["dagster/uri"] = (
-                dg.MetadataValue.path(value) if value.startswith("file:") else dg.MetadataValue.url(value)
-            )
+            out["dagster/uri"] = _uri(value)
         elif name == "preview":
             out[name] = dg.MetadataValue.md(value or "_(no text)_")
         elif isinstance(value, dict | list):
             out[name] = dg.MetadataValue.json(value)
         else:
             out[name] = value
+    if stage in (SECTIONS, IMAGES, CHUNKS) and outcome.source_uri:
+        # Children of the source document in the librarian: the URI is the bytes they come from.
+        out["dagster/uri"] = _uri(outcome.source_uri)
     if stage in ROW_COUNTS and isinstance(values.get(ROW_COUNTS[stage]), int):
         out["dagster/row_count"] = values[ROW_COUNTS[stage]]
     if stage == SECTIONS and outcome.built is not None:
@@ -72,6 +73,10 @@ def stage_metadata(stage: str, outcome: Outcome, values: Mapping[str, Any]) -> d
     if stage == IMAGES and outcome.built is not None:
         out["images_table"] = images_table(outcome.built.images)
     return out
+
+
+def _uri(value: str) -> dg.MetadataValue:
+    return dg.MetadataValue.path(value) if value.startswith("file:") else dg.MetadataValue.url(value)
 
 
 def sections_table(sections: list[Section]) -> dg.TableMetadataValue:

@@ -155,6 +155,7 @@ class Outcome:
 
     document_id: str
     fingerprint: str = ""
+    source_uri: str = ""  # where the document's own bytes are (what its sections, images and chunks come from)
     skipped: bool = False  # the generation was current and complete: nothing was redone
     repaired: list[str] = field(default_factory=list)  # what was missing from the current generation, rewritten
     document: DocumentResult | None = None

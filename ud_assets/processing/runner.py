@@ -108,7 +108,7 @@ def _run(
     ahead: ParseAhead | None,
     progress: Callable[[str], None],
 ) -> Outcome:
-    outcome = Outcome(attempt.document_id, attempt.fingerprint)
+    outcome = Outcome(attempt.document_id, attempt.fingerprint, attempt.librarian.objects.uri(attempt.meta.object_id))
     if DOCUMENT in selected:
         outcome.document = document_stage(attempt)
     if not selected - {DOCUMENT}:
