@@ -16,7 +16,7 @@ export UD_HOME ?= $(CURDIR)/.ud
 APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc chromium
 PYTEST_ARGS ?=
 
-.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env bench screenshots dagster-home clean
+.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env bench screenshots snapshot dagster-home clean
 
 help:
 	@echo "make demo    set up, then decode sample documents through the asset graph (embedded librarian)"
@@ -74,6 +74,10 @@ test: setup lint services-up
 # The inner loop: no servers, no browser, in parallel (a few minutes).
 test-fast: setup lint
 	@$(VENV)/bin/pytest -n 2 -m "not services and not browser" $(PYTEST_ARGS)
+
+# The asset-graph snapshot the tests compare with, rewritten only here (review the diff).
+snapshot: setup
+	$(PY) -m tests.defs.test_definitions
 
 CORPUS ?=
 OUT ?= bench-out/bench.json

@@ -1,11 +1,11 @@
 """The Dagster project as a data engineer loads it: CLI validation, a cheap import, a graph snapshot, run config.
 
-The asset-graph snapshot lives in tests/snapshots/asset_graph.json; after an intended change of
-the graph, rewrite it with
+The asset-graph snapshot lives in tests/defs/snapshots/asset_graph.json; after an intended change
+of the graph, rewrite it with the explicit command
 
-    UPDATE_SNAPSHOTS=1 .venv/bin/pytest tests/test_definitions.py
+    make snapshot        (python -m tests.defs.test_definitions)
 
-and review the diff. The installed unstructured version is stored as a placeholder (the elements'
+and review the diff. The tests only ever compare with it; they never write it. The installed unstructured version is stored as a placeholder (the elements'
 code version is checked against importlib.metadata separately), so only a change of the graph
 itself, not a dependency bump, needs a new snapshot.
 """
@@ -153,15 +153,19 @@ def run_cli(args: list[str], env: dict[str, str], timeout: int = 180) -> subproc
     return done
 
 
-@pytest.fixture(scope="module")
-def loaded():
-    """The definitions loaded once in a fresh interpreter (nothing of the test process leaks in)."""
+def load_in_fresh_interpreter() -> dict:
+    """The definitions loaded in a fresh interpreter (nothing of the test process leaks in)."""
     script = f"HEAVY = {HEAVY_MODULES!r}\nPLACEHOLDER = {UNSTRUCTURED_PLACEHOLDER!r}\n" + SNAPSHOT_SCRIPT
     done = subprocess.run(
         [sys.executable, "-c", script], cwd=ROOT, env=project_env(), capture_output=True, text=True, timeout=180
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    return load_in_fresh_interpreter()
 
 
 # -- the CLIs a data engineer runs ----------------------------------------------------------------
@@ -199,14 +203,11 @@ def test_loading_the_definitions_imports_no_decoder_library(loaded):
 
 def test_the_asset_graph_matches_the_snapshot(loaded):
     current = loaded["snapshot"]
-    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
-        SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
-        SNAPSHOT.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n")
-    assert SNAPSHOT.exists(), f"no snapshot yet: run UPDATE_SNAPSHOTS=1 pytest {Path(__file__).name}"
+    assert SNAPSHOT.exists(), "no snapshot yet: run `make snapshot`"
     expected = json.loads(SNAPSHOT.read_text())
     for section in sorted(set(expected) | set(current)):
         assert current.get(section) == expected.get(section), (
-            f"the {section!r} of the asset graph changed; if intended, rerun with UPDATE_SNAPSHOTS=1 "
+            f"the {section!r} of the asset graph changed; if intended, run `make snapshot` "
             f"and review the diff of {SNAPSHOT.relative_to(ROOT)}"
         )
 
@@ -339,3 +340,9 @@ def test_invalid_options_are_rejected_before_the_op_runs(tmp_path, instance, bad
     assert not body_ran, message
     assert field in message
     assert not (tmp_path / "ud").exists()
+
+
+if __name__ == "__main__":  # `make snapshot`: the one way the snapshot is written
+    SNAPSHOT.parent.mkdir(parents=True, exist_ok=True)
+    SNAPSHOT.write_text(json.dumps(load_in_fresh_interpreter()["snapshot"], indent=2, sort_keys=True) + "\n")
+    print(f"wrote {SNAPSHOT.relative_to(ROOT)}; review the diff")
