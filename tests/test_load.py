@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from resources.settings import load_settings, open_librarian
 from ud_assets.processing.model import GENERATION_TAG
@@ -33,6 +34,7 @@ def _document(i: int) -> tuple[str, bytes, str]:
     return f"load-{i:04d}.csv", f"id,value\n{i},{i * 2}\n".encode(), "text/csv"
 
 
+@pytest.mark.timeout(1500)
 def test_a_thousand_uploads_through_the_sensor_and_the_run_queue(tmp_path):
     home, dagster_home = tmp_path / "ud", tmp_path / "dagster_home"
     dagster_home.mkdir()

@@ -25,7 +25,7 @@ from tests.ui.conftest import (
     SERVER_BUDGET,
     WATCHED,
 )
-from tests.ui.harness import DagsterDev
+from tests.ui.harness import RUNS_QUERY, DagsterDev
 from tests.ui.pages import (
     backfill_state,
     follow_toast,
@@ -40,6 +40,8 @@ from tests.ui.pages import (
     reload_until,
     run_page_status,
 )
+
+pytestmark = pytest.mark.browser
 
 ASSETS = ["document", "elements", "sections", "chunks", "images", "provenance_triples"]
 RUN_BUDGET = 300  # a launched run queued, started (a new process) and finished
@@ -237,3 +239,9 @@ def test_a_bad_document_shows_its_cause_in_one_line(server, documents, page):
     cause = re.compile(r"^document bad\.pdf: application/pdf could not be parsed: \w+: \S.*$")
     line = logs.get_by_text(cause)
     expect(line.first).to_be_visible()
+    # The document's own failure is final: the run queue does not retry it (only crashed runs are).
+    runs = server.graphql(RUNS_QUERY)["runsOrError"]["results"]
+    failed = [r for r in runs if r["status"] == "FAILURE"]
+    assert failed, "no failed run"
+    retries = [r for r in runs if any(t["key"] == "dagster/parent_run_id" for t in r["tags"])]
+    assert retries == [], f"a document failure was retried: {retries}"
