@@ -42,6 +42,7 @@ def test_export_provenance_round_trips_through_rdflib(librarian_resource, instan
     upload(lib, {"notes.md": (docgen.markdown(), "text/markdown")})
     run(librarian_resource, instance, ["notes.md"], raise_on_error=True, section_strategy="heading")
     quads = document_quads(lib.triples, "notes.md", lib.collection)
+    assert len(set(quads)) == lib.triples.count(collection=lib.collection)  # the only document: all of the store
     triples = [Triple(q.s, q.p, q.o.value, "iri" if q.o.is_iri else "literal", q.o.datatype, q.g) for q in quads]
     dataset = rdflib.Dataset()
     dataset.parse(data=serialize(triples, "nquads"), format="nquads")
@@ -52,21 +53,19 @@ def test_export_provenance_round_trips_through_rdflib(librarian_resource, instan
 
 def test_removing_a_decoded_document_leaves_nothing_behind(librarian_resource, instance):
     lib = librarian_resource.get()
-    upload(
-        lib,
-        {
-            "report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
-            "keep.md": (docgen.markdown(), "text/markdown"),
-        },
-    )
-    run(librarian_resource, instance, ["report.pdf", "keep.md"], raise_on_error=True)
-    kept = len(document_quads(lib.triples, "keep.md", lib.collection))
+    upload(lib, {"keep.md": (docgen.markdown(), "text/markdown")})
+    run(librarian_resource, instance, ["keep.md"], raise_on_error=True)
+    kept = lib.triples.count(collection=lib.collection)  # the store with keep.md alone: the reference
+    stored_before = {c.id for c in lib.list_documents(include_children=True)}
+    upload(lib, {"report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf")})
+    run(librarian_resource, instance, ["report.pdf"], raise_on_error=True)
     pages, images = children_tree(lib, "report.pdf")
     chunks = [c for p in pages for c in lib.list_children(p.id) if c.document_type == "chunk"]
     assert chunks
     assert lib.remove_document("report.pdf") == 1 + len(pages) + len(images) + len(chunks)
     assert not any(lib.exists(c.id) for c in pages + images + chunks)
     assert lib.triples.count(collection=lib.collection) == kept
+    assert {c.id for c in lib.list_documents(include_children=True)} == stored_before
     assert lib.get_generation("report.pdf") is None
 
 

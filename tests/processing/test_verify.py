@@ -1,6 +1,9 @@
 """`ud verify [--repair]` and verify-before-skip: rows, objects and triples deleted behind the project's back."""
 
-import uuid
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import dagster as dg
 import pytest
@@ -12,6 +15,7 @@ from ud_assets.cli import main
 from ud_assets.decoding.ids import document_iri
 from ud_assets.processing.verify import INCOMPLETE, OK, verify
 
+REPO = Path(__file__).resolve().parents[2]
 ALL = {"document", "elements", "sections", "images", "chunks", "provenance_triples"}
 DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
@@ -115,27 +119,49 @@ def test_a_run_does_not_skip_an_incomplete_generation_and_says_it_repaired_it(de
 
 
 @pytest.mark.timeout(300)
-def test_repair_goes_through_dagster_when_there_is_an_instance(tmp_path, monkeypatch, capsys):
+def test_repair_goes_through_dagster_when_there_is_an_instance(tmp_path, instance):
+    """`ud verify --repair` with DAGSTER_HOME: the repair is a run of that instance (the UI shows it).
+
+    The command runs in its own process, as a person runs it (Dagster keeps per-process state
+    about the instance it opened)."""
     from ud_assets.defs.resources import LibrarianResource
 
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    monkeypatch.delenv("CASSANDRA_HOST", raising=False)
-    monkeypatch.setenv("UD_HOME", str(tmp_path / "ud"))
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    lib = LibrarianResource(backend="embedded", home=str(tmp_path / "ud")).get()
+    resource = LibrarianResource(backend="embedded", home=str(tmp_path / "ud"))
+    lib = resource.get()
     lib.add_document("notes.md", "text/markdown", docgen.markdown(), title="notes.md")
-    with dg.DagsterInstance.get() as instance:
-        assert materialize(
-            LibrarianResource(backend="embedded", home=str(tmp_path / "ud")), instance, ["notes.md"], ALL
-        ).success
+    assert materialize(resource, instance, ["notes.md"], ALL).success
     section = lib.list_children("notes.md")[0]
     lib.objects.delete(section.object_id)
-    assert main(["verify", "--repair"]) == 0
-    assert "through Dagster" in capsys.readouterr().err
-    with dg.DagsterInstance.get() as instance:
-        runs = instance.get_runs(filters=dg.RunsFilter(tags={"ud/reason": "repair"}))
-        assert [r.status for r in runs] == [dg.DagsterRunStatus.SUCCESS]
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CASSANDRA_", "UD_"))}
+    env.update(UD_HOME=str(tmp_path / "ud"), DAGSTER_HOME=str(home), DO_NOT_TRACK="true", PYTHONPATH=str(REPO))
+    done = subprocess.run(
+        [sys.executable, "-m", "ud_assets.cli", "verify", "--repair"],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "repaired 1 of 1 through Dagster" in done.stderr
+    runs = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import dagster as dg\n"
+            "with dg.DagsterInstance.get() as i:\n"
+            "    print([(r.status.value, r.tags.get('ud/reason')) for r in i.get_runs()])",
+        ],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert runs.stdout.strip() == "[('SUCCESS', 'repair')]"
     assert lib.objects.exists(section.object_id)
-    assert uuid.UUID(str(section.object_id))
