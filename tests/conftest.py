@@ -34,3 +34,16 @@ def librarian_resource(request, tmp_path):
 def instance():
     with dg.instance_for_test() as test_instance:
         yield test_instance
+
+
+@pytest.fixture(autouse=True)
+def _dagster_state_storage_of_this_test():
+    """Each test starts without another test's Dagster definitions-state storage.
+
+    Dagster keeps the storage of the instance last entered in a context variable; an instance of an
+    earlier test that was garbage-collected leaves it pointing nowhere, and the next Definitions
+    load fails with "Attempted to resolve undefined DagsterInstance weakref" (seen once in 500)."""
+    from dagster._core.storage.defs_state.base import set_defs_state_storage
+
+    with set_defs_state_storage(None):
+        yield

@@ -9,6 +9,7 @@ from itertools import combinations
 
 import dagster as dg
 import pytest
+from dagster._core.storage.defs_state.base import set_defs_state_storage
 
 from resources.model import IMAGE
 from tests import docgen
@@ -36,6 +37,12 @@ def materialize(resource, instance, keys: list[str], subset: set[str], **options
         if len(keys) == 1
         else {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
     )
+    # The live instance's definitions-state storage, whatever an earlier run left current.
+    with set_defs_state_storage(instance.defs_state_storage):
+        return _materialize(resource, instance, keys, subset, tags, options)
+
+
+def _materialize(resource, instance, keys, subset, tags, options) -> dg.ExecuteInProcessResult:
     return dg.materialize(
         [universal_decoder],
         selection=[dg.AssetKey(a) for a in sorted(subset)],
