@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import zipfile
+from dataclasses import dataclass
 from email.message import EmailMessage
 
 # -- images ----------------------------------------------------------------------------------
@@ -667,5 +668,172 @@ def long_pdf(pages: int = LONG_PDF_PAGES) -> bytes:
             _draw(canvas, pdf_png() if number % 10 else pdf_jpeg(), (72.0, height - y + 10, 152.0, height - y + 70))
         canvas.showPage()
         canvas.setPageRotation(0)
+    canvas.save()
+    return out.getvalue()
+
+
+# -- documents from blocks (the property tests' random documents) -----------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of a document, rendered into any of the formats below.
+
+    kind: "heading" (text, level), "paragraph" (text), "table" (rows; the first is the header)
+    or "image" (PNG bytes). Texts are plain words: no markup characters of any of the formats."""
+
+    kind: str
+    text: str = ""
+    level: int = 1
+    rows: tuple[tuple[str, ...], ...] = ()
+    image: bytes = b""
+
+
+def heading(text: str, level: int = 1) -> Block:
+    return Block("heading", text=text, level=level)
+
+
+def paragraph(text: str) -> Block:
+    return Block("paragraph", text=text)
+
+
+def table(rows: list[list[str]] | tuple[tuple[str, ...], ...]) -> Block:
+    return Block("table", rows=tuple(tuple(row) for row in rows))
+
+
+def image(data: bytes) -> Block:
+    return Block("image", image=data)
+
+
+def blocks_text(blocks: list[Block]) -> bytes:
+    """Plain UTF-8 text: one paragraph per block, tables as lines of space-separated cells."""
+    parts = []
+    for block in blocks:
+        if block.kind == "image":
+            raise ValueError("plain text cannot hold an image")
+        parts.append("\n".join(" ".join(row) for row in block.rows) if block.kind == "table" else block.text)
+    return ("\n\n".join(parts) + "\n").encode("utf-8") if parts else b""
+
+
+def blocks_markdown(blocks: list[Block]) -> bytes:
+    """Markdown: ATX headings, pipe tables, images as data: URIs."""
+    parts = []
+    for n, block in enumerate(blocks, start=1):
+        if block.kind == "heading":
+            parts.append(f"{'#' * block.level} {block.text}")
+        elif block.kind == "paragraph":
+            parts.append(block.text)
+        elif block.kind == "table":
+            header, *body = block.rows
+            lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            parts.append("\n".join(lines + ["| " + " | ".join(row) + " |" for row in body]))
+        else:
+            parts.append(f"![image {n}]({data_uri(block.image)})")
+    return ("\n\n".join(parts) + "\n").encode("utf-8") if parts else b""
+
+
+def blocks_html(blocks: list[Block]) -> bytes:
+    """An HTML page: h1-h6, p, table (th in the first row), img with data: URIs."""
+    import html
+
+    body = []
+    for n, block in enumerate(blocks, start=1):
+        if block.kind == "heading":
+            body.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
+        elif block.kind == "paragraph":
+            body.append(f"<p>{html.escape(block.text)}</p>")
+        elif block.kind == "table":
+            rows = [
+                "<tr>" + "".join(f"<{tag}>{html.escape(cell)}</{tag}>" for cell in row) + "</tr>"
+                for tag, row in (("th" if r == 0 else "td", row) for r, row in enumerate(block.rows))
+            ]
+            body.append("<table>" + "".join(rows) + "</table>")
+        else:
+            body.append(f'<img src="{data_uri(block.image)}" alt="image {n}">')
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"></head><body>\n' + "\n".join(body) + "\n</body></html>\n"
+    ).encode("utf-8")
+
+
+def blocks_csv(rows: list[list[str]] | tuple[tuple[str, ...], ...]) -> bytes:
+    import csv
+
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return out.getvalue().encode("utf-8")
+
+
+def blocks_docx(blocks: list[Block]) -> bytes:
+    """A DOCX: Heading n styles, plain paragraphs, tables, inline pictures (1 inch wide)."""
+    import datetime
+
+    import docx
+    from docx.shared import Inches
+
+    document = docx.Document()
+    document.core_properties.created = datetime.datetime(2024, 1, 1)
+    document.core_properties.modified = datetime.datetime(2024, 1, 1)
+    document.core_properties.last_modified_by = "docgen"
+    for block in blocks:
+        if block.kind == "heading":
+            document.add_heading(block.text, level=block.level)
+        elif block.kind == "paragraph":
+            document.add_paragraph(block.text)
+        elif block.kind == "table":
+            grid = document.add_table(rows=len(block.rows), cols=len(block.rows[0]))
+            for r, row in enumerate(block.rows):
+                for c, text in enumerate(row):
+                    grid.cell(r, c).text = text
+        else:
+            document.add_picture(io.BytesIO(block.image), width=Inches(1))
+    return ooxml_bytes(document)
+
+
+PDF_MARGIN = 72.0
+PDF_LINE_CHARACTERS = 80  # paragraphs are wrapped at this many characters (Helvetica 11 pt fits)
+
+
+def blocks_pdf(blocks: list[Block], page_breaks: tuple[int, ...] = ()) -> bytes:
+    """A PDF drawn top to bottom: headings in Helvetica-Bold, paragraphs wrapped at spaces, table
+    rows as lines of their cells (a PDF has no tables), images 72x54 pt. A new page starts before each block index in page_breaks and
+    when the page is full. Texts must be Latin-1 (the standard fonts' encoding)."""
+    import textwrap
+
+    from reportlab.pdfgen.canvas import Canvas
+
+    out = io.BytesIO()
+    canvas = Canvas(out, pagesize=PDF_PAGE_SIZE, invariant=1)
+    height = PDF_PAGE_SIZE[1]
+    top = height - PDF_MARGIN  # the next line's top, bottom-up
+
+    def room(needed: float) -> float:
+        nonlocal top
+        if top - needed < PDF_MARGIN:
+            canvas.showPage()
+            top = height - PDF_MARGIN
+        top -= needed
+        return top
+
+    for index, block in enumerate(blocks):
+        if index in page_breaks and index > 0:
+            canvas.showPage()
+            top = height - PDF_MARGIN
+        if block.kind == "heading":
+            canvas.setFont("Helvetica-Bold", 18 - 2 * block.level)
+            canvas.drawString(PDF_MARGIN, room(30), block.text)
+        elif block.kind in ("paragraph", "table"):
+            canvas.setFont("Helvetica", 11)
+            lines = (
+                textwrap.wrap(block.text, PDF_LINE_CHARACTERS, break_long_words=False, break_on_hyphens=False)
+                if block.kind == "paragraph"
+                else [" ".join(row) for row in block.rows]
+            )
+            for line in lines:
+                canvas.drawString(PDF_MARGIN, room(14), line)
+            room(10)
+        else:
+            y = room(64)
+            _draw(canvas, block.image, (PDF_MARGIN, height - y - 54, PDF_MARGIN + 72, height - y))
+    canvas.showPage()
     canvas.save()
     return out.getvalue()
