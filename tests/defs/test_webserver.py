@@ -23,6 +23,8 @@ import pytest
 import yaml
 from dagster._core.instance.ref import InstanceRef
 
+from tests.ui.harness import WORKSPACE_QUERY  # the one query that says whether the code location loaded
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 CHAIN = ["document", "elements", "sections", "images", "provenance_triples"]
@@ -52,25 +54,6 @@ The river rose two metres overnight.
 - the ferry stopped
 """
 
-WORKSPACE_QUERY = """
-query {
-  workspaceOrError {
-    __typename
-    ... on Workspace {
-      locationEntries {
-        name
-        loadStatus
-        locationOrLoadError {
-          __typename
-          ... on RepositoryLocation { name repositories { name } }
-          ... on PythonError { message stack }
-        }
-      }
-    }
-    ... on PythonError { message }
-  }
-}
-"""
 
 ASSET_NODES_QUERY = """
 query {

@@ -63,7 +63,7 @@ query {
         loadStatus
         locationOrLoadError {
           __typename
-          ... on RepositoryLocation { name }
+          ... on RepositoryLocation { name repositories { name } }
           ... on PythonError { message stack }
         }
       }
