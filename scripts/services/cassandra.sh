@@ -105,10 +105,21 @@ EOF
   exec {lock_fd}>&-
 }
 
+# The commit-log lines of cassandra.yaml for UD_CASSANDRA_COMMITLOG_SYNC.
+cassandra_commitlog_config() {
+  case "$UD_CASSANDRA_COMMITLOG_SYNC" in
+    group) printf 'commitlog_sync: group\ncommitlog_sync_group_window: %sms\n' "${UD_CASSANDRA_COMMITLOG_WINDOW_MS:-2}" ;;
+    batch) printf 'commitlog_sync: batch\n' ;;
+    periodic) printf 'commitlog_sync: periodic\ncommitlog_sync_period: %sms\n' "${UD_CASSANDRA_COMMITLOG_WINDOW_MS:-10000}" ;;
+    *) die "UD_CASSANDRA_COMMITLOG_SYNC must be group, batch or periodic, not '$UD_CASSANDRA_COMMITLOG_SYNC'" ;;
+  esac
+}
+
 # A minimal single-node cassandra.yaml. Everything not listed keeps Cassandra's built-in default,
 # which for these keys matches the stock conf/cassandra.yaml that the cassandra:5 image uses.
 cassandra_write_config() {
-  local dir="$CASSANDRA_RUN" authenticator=AllowAllAuthenticator authorizer=AllowAllAuthorizer
+  local dir="$CASSANDRA_RUN" authenticator=AllowAllAuthenticator authorizer=AllowAllAuthorizer commitlog
+  commitlog="$(cassandra_commitlog_config)"
   if [[ "$UD_CASSANDRA_AUTH" == password ]]; then
     authenticator=PasswordAuthenticator
     authorizer=CassandraAuthorizer
@@ -147,8 +158,11 @@ saved_caches_directory: $dir/saved_caches
 hints_directory: $dir/hints
 cdc_raw_directory: $dir/cdc_raw
 
-commitlog_sync: periodic
-commitlog_sync_period: 10000ms
+# Crash-safe: a write is acknowledged only once the commit log holding it is on disk, so a
+# SIGKILL (or a power cut) loses nothing that was acknowledged. "group" syncs at most once per
+# window and acknowledges every write of the window together (see UD_CASSANDRA_COMMITLOG_SYNC in
+# lib.sh for the other modes and their cost).
+$commitlog
 
 # Test-friendly: DROP/TRUNCATE do not leave snapshots behind, and there is no other node to
 # hand hints to.
@@ -242,10 +256,11 @@ cassandra_jvm_opts() {
     # Skip the ~1.5 s memtable row-overhead measurement at boot; 180 bytes is what 5.0 measures
     # for SkipListMemtable on this JVM.
     -Dcassandra.memtable.row_overhead_size=180
-    # Do not flush/fsync system tables on every schema change: CREATE/DROP in tests get much
-    # faster; the commit log still makes them durable.
-    -Dcassandra.unsafesystem=true
-    -Dcassandra.test.flush_local_schema_changes=false
+    # Not -Dcassandra.unsafesystem=true nor -Dcassandra.test.flush_local_schema_changes=false:
+    # they skip flushing the schema tables after CREATE/DROP, which the commit log does NOT make up
+    # for. At start the schema is read from the flushed tables BEFORE the commit log is replayed,
+    # and the replay drops every write to a table it does not know, so a node killed later lost
+    # each keyspace created since its last flush, with all its rows (issue 16).
     # Only matters with UD_CASSANDRA_AUTH=password: create the default superuser at once, not
     # after 10 s.
     -Dcassandra.superuser_setup_delay_ms=0
@@ -273,9 +288,24 @@ cassandra_classpath() {
   find "$CASSANDRA_LIB" -maxdepth 1 -name '*.jar' | LC_ALL=C sort | paste -sd: -
 }
 
+# Cassandra 5.0 rewrites every row of system.compaction_history at each start, one internal write
+# at a time (SystemKeyspaceMigrator41), and with a synced commit log each of those waits for a sync:
+# a test node compacts its schema tables after every CREATE/DROP, so thousands of rows pile up
+# (7 days of them) and a start took a minute. The table only records past compactions (what
+# `nodetool compactionhistory` shows); dropping its files while the node is down empties it.
+cassandra_forget_compaction_history() {
+  local dir
+  for dir in "$CASSANDRA_RUN"/data/system/compaction_history-*/; do
+    if [[ -d "$dir" ]]; then
+      find "$dir" -maxdepth 1 -type f -delete
+    fi
+  done
+}
+
 cassandra_start() {
   cassandra_java
   cassandra_write_config
+  cassandra_forget_compaction_history
   rm -f "$CASSANDRA_RUN/cassandra.jsa.partial" "$CASSANDRA_RUN/cassandra.jsa.target"
   cassandra_jvm_opts
   : >"$CASSANDRA_RUN/logs/stdout.log"
@@ -312,6 +342,22 @@ cassandra_stop() {
     fi
   fi
   rm -f "$partial" "$CASSANDRA_RUN/cassandra.jsa.target"
+}
+
+# A node of this clone that was started by an older version of this script may run with settings
+# under which a crash loses data; up.sh leaves a running node alone, so it says so.
+cassandra_warn_if_outdated() {
+  local pid unsafe=""
+  pid="$(live_pid "$CASSANDRA_RUN/cassandra.pid" "-Dcassandra.storagedir=$CASSANDRA_RUN/data")" || return 0
+  if tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- -Dcassandra.unsafesystem=true; then
+    unsafe="-Dcassandra.unsafesystem=true"
+  fi
+  if [[ "$UD_CASSANDRA_COMMITLOG_SYNC" != periodic ]] && grep -qE '^commitlog_sync: *periodic' "$CASSANDRA_CONF/cassandra.yaml" 2>/dev/null; then
+    unsafe="${unsafe:+$unsafe, }commitlog_sync: periodic"
+  fi
+  if [[ -n "$unsafe" ]]; then
+    log "WARNING: this Cassandra (pid $pid) runs with $unsafe, from an older scripts/services: a crash of it loses data. Restart it: make services-down && make services-up"
+  fi
 }
 
 # Usage details for failures.

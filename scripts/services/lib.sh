@@ -35,6 +35,17 @@ UD_CASSANDRA_PORT="${UD_CASSANDRA_PORT:-9042}"
 UD_CASSANDRA_STORAGE_PORT="${UD_CASSANDRA_STORAGE_PORT:-7000}"
 UD_CASSANDRA_HEAP_MIN="${UD_CASSANDRA_HEAP_MIN:-512m}"
 UD_CASSANDRA_HEAP_MAX="${UD_CASSANDRA_HEAP_MAX:-1g}"
+# When Cassandra acknowledges a write (cassandra.yaml commitlog_sync):
+#   group    (default) once the commit log holding it is fsynced; one fsync per window of
+#            UD_CASSANDRA_COMMITLOG_WINDOW_MS (default 2) covers every write of the window.
+#            Nothing acknowledged is lost when the node is killed or the machine loses power.
+#            A longer window adds to every write's latency (README.md, "Durability").
+#   batch    likewise, with an fsync as soon as a write arrives (no window).
+#   periodic at once; the commit log is fsynced every UD_CASSANDRA_COMMITLOG_WINDOW_MS (default
+#            10000, Cassandra's own default), and that much acknowledged data is lost by a crash.
+#            Not crash-safe.
+UD_CASSANDRA_COMMITLOG_SYNC="${UD_CASSANDRA_COMMITLOG_SYNC:-group}"
+UD_CASSANDRA_COMMITLOG_WINDOW_MS="${UD_CASSANDRA_COMMITLOG_WINDOW_MS:-}"
 # "allow" (AllowAllAuthenticator, the default) or "password" (PasswordAuthenticator with the
 # stock superuser cassandra/cassandra; env.sh then exports CASSANDRA_USERNAME/PASSWORD).
 UD_CASSANDRA_AUTH="${UD_CASSANDRA_AUTH:-allow}"
