@@ -130,14 +130,16 @@ def shared_librarian(settings: StoreSettings | None = None):
 
 
 def reset_shared() -> None:
-    """Forget this process's shared librarians and Cassandra sessions: the next use opens new ones.
+    """Forget this process's shared librarians (the next use opens new ones) and give every Cassandra
+    connection a new session, in place, so that librarians still held elsewhere keep working.
 
-    For a process that outlived a server restart (its driver sessions may not all recover)."""
-    from resources.cassandra.connection import shutdown_all
+    Not needed after a server restart: a connection that finds the server back while its driver has
+    not reconnected yet starts over by itself (resources.cassandra.connection.CassandraConnection.recover)."""
+    from resources.cassandra.connection import reconnect_all
 
     with _shared_lock:
         _shared.clear()
-    shutdown_all()
+    reconnect_all()
 
 
 @atexit.register

@@ -15,6 +15,12 @@ Environment:
 
 Only prepared statements carry values; keyspace and table names are formatted into CQL only after
 validation as identifiers. The password is read at connect time and kept nowhere else.
+
+A server that crashed and came back is used again at once: the driver reconnects on its own
+schedule (pools at the next attempt of a backoff, the control connection only after them), so when
+a request finds no live connection while a contact point answers, the connection starts over with
+a new Cluster and Session (CassandraConnection.recover); keyspaces and tables of ours that the
+server lost are created again (repair_schema).
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ import atexit
 import logging
 import os
 import re
+import socket
 import ssl
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -210,26 +218,72 @@ def _schema_missing(e: BaseException) -> bool:
     return isinstance(e, InvalidRequest) and ("does not exist" in text or "unconfigured table" in text)
 
 
-def unavailable(config: CassandraConfig, e: BaseException, what: str = "") -> StorageUnavailable:
+class CassandraUnavailable(StorageUnavailable):
+    """No Cassandra node took the request; sent=False when it never left this process (safe to send again)."""
+
+    def __init__(self, message: str, sent: bool = True):
+        super().__init__(message)
+        self.sent = sent
+
+
+def unavailable(config: CassandraConfig, e: BaseException, what: str = "") -> CassandraUnavailable:
+    from cassandra.cluster import NoHostAvailable
+
     detail = str(e) or type(e).__name__
-    return StorageUnavailable(f"Cassandra at {config.endpoint} unreachable{' while ' + what if what else ''}: {detail}")
+    # NoHostAvailable with no per-host error: the driver had no live host to send it to.
+    sent = not (isinstance(e, NoHostAvailable) and not e.errors)
+    return CassandraUnavailable(
+        f"Cassandra at {config.endpoint} unreachable{' while ' + what if what else ''}: {detail}", sent
+    )
+
+
+def _transient_errors() -> tuple[type[BaseException], ...]:
+    """The driver's ways of saying that no node could serve a request just now."""
+    from cassandra import OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout
+    from cassandra.cluster import NoHostAvailable
+    from cassandra.connection import ConnectionException
+    from cassandra.protocol import IsBootstrappingErrorMessage, OverloadedErrorMessage
+
+    # ConnectionException (ConnectionShutdown, ConnectionBusy...) and the two error messages are
+    # not DriverExceptions: a connection dying under a request (a server killed) raised them as is.
+    return (
+        NoHostAvailable,
+        OperationTimedOut,
+        Unavailable,
+        ReadTimeout,
+        WriteTimeout,
+        ConnectionError,
+        ConnectionException,
+        IsBootstrappingErrorMessage,
+        OverloadedErrorMessage,
+    )
 
 
 class CassandraConnection:
     """A Cluster + Session shared by every store of this process with the same CassandraConfig."""
 
     def __init__(self, config: CassandraConfig):
+        self.config = config
+        self._lock = threading.RLock()
+        self._refs = 0
+        self._prepared: dict[str, tuple[object, object]] = {}  # cql -> (session, prepared statement)
+        self._ready: set[str] = set()
+        self._schemas: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+        # Bumped whenever the server may have lost what stores remember (a new session, a schema
+        # repair): they check again what they cached (e.g. the triple store's collection rows).
+        self.epoch = 0
+        self._retired: list = []  # clusters replaced by recover(), shut down a little later
+        self._quiet_until = 0.0  # recover() does not probe the server before then
+        self.cluster, self.session = self._connect()
+
+    def _connect(self):
+        """A new Cluster and its Session."""
         from cassandra import ConsistencyLevel
         from cassandra.auth import PlainTextAuthProvider
         from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile
         from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, TokenAwarePolicy
 
-        self.config = config
-        self._lock = threading.RLock()
-        self._refs = 0
-        self._prepared: dict[str, object] = {}
-        self._ready: set[str] = set()
-        self._schemas: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+        config = self.config
         password = os.environ.get("CASSANDRA_PASSWORD") or ""
         auth = (
             PlainTextAuthProvider(username=config.username, password=password) if config.username and password else None
@@ -240,23 +294,23 @@ class CassandraConnection:
             serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL,
             request_timeout=30.0,
         )
+        cluster = Cluster(
+            list(config.hosts),
+            port=config.port,
+            auth_provider=auth,
+            ssl_context=_ssl_context(config) if config.tls else None,
+            execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+            connect_timeout=config.connect_timeout,
+            control_connection_timeout=config.connect_timeout,
+            max_schema_agreement_wait=30,
+            # A restarted node is retried within seconds, not the driver's default 10 minutes.
+            reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=10.0),
+        )
         try:
-            self.cluster = Cluster(
-                list(config.hosts),
-                port=config.port,
-                auth_provider=auth,
-                ssl_context=_ssl_context(config) if config.tls else None,
-                execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-                connect_timeout=config.connect_timeout,
-                control_connection_timeout=config.connect_timeout,
-                max_schema_agreement_wait=30,
-                # A restarted node is retried within seconds, not the driver's default 10 minutes.
-                reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=10.0),
-            )
-            self.session = self.cluster.connect()
+            return cluster, cluster.connect()
         except Exception as e:
             try:
-                self.cluster.shutdown()
+                cluster.shutdown()
             except Exception:
                 pass
             from cassandra import AuthenticationFailed
@@ -267,6 +321,81 @@ class CassandraConnection:
                     f"Cassandra at {config.endpoint} refused the credentials of user {config.username!r}"
                 ) from None
             raise unavailable(config, e) from None
+
+    # -- a server that went away and came back --------------------------------------------------
+
+    def _driver_live(self) -> bool:
+        """Whether the driver has a node it considers up and a working control connection."""
+        cluster = self.cluster
+        if not any(host.is_up for host in cluster.metadata.all_hosts()):
+            return False
+        control = cluster.control_connection.get_connections()
+        return bool(control) and not any(c.is_defunct or c.is_closed for c in control)
+
+    def _server_answers(self) -> bool:
+        """Whether a contact point accepts connections (Cassandra opens its CQL port once it serves)."""
+        for host in self.config.hosts:
+            try:
+                socket.create_connection(
+                    (host, self.config.port), timeout=min(1.0, self.config.connect_timeout)
+                ).close()
+                return True
+            except OSError:
+                continue
+        return False
+
+    def recover(self, seen: object | None = None, force: bool = False) -> bool:
+        """After a request found no live connection: start over with a new Cluster and Session when a
+        contact point answers but the driver has not reconnected yet. True when the cluster `seen` by
+        the failed request is no longer the one in use (replaced here, or by another thread).
+
+        The driver would get there by itself, but on its own schedule: its pools retry a down node
+        up to 10 s apart, and its control connection (schema metadata and agreement) only once a
+        pool is back and its own next attempt comes, which left re-runs failing for tens of seconds
+        after the server answered. The old cluster is shut down a minute later, so that requests
+        still running on it are not cut short. force: start over whatever the driver's state.
+        """
+        with self._lock:
+            if seen is not None and self.cluster is not seen:
+                return True
+            if not force:
+                # A refused connection answers at once; one that hangs (a host gone from the network) is
+                # not tried again for a few seconds, so that each failing request stays cheap.
+                if time.monotonic() < self._quiet_until or self._driver_live():
+                    return False
+                started = time.monotonic()
+                if not self._server_answers():
+                    if time.monotonic() - started > 0.5:
+                        self._quiet_until = time.monotonic() + 5.0
+                    return False
+                log.warning(
+                    "Cassandra at %s answers but this process's driver has not reconnected yet: connecting anew",
+                    self.config.endpoint,
+                )
+            try:
+                cluster, session = self._connect()
+            except LibrarianError as e:
+                log.warning("connecting anew to Cassandra at %s failed: %s", self.config.endpoint, e)
+                return False
+            old, self.cluster, self.session = self.cluster, cluster, session
+            self._prepared.clear()
+            self._ready.clear()
+            self.epoch += 1
+            self._retired.append(old)
+            timer = threading.Timer(60.0, self._shutdown_retired, args=(old,))
+            timer.daemon = True
+            timer.start()
+            return True
+
+    def _shutdown_retired(self, cluster) -> None:
+        with self._lock:
+            if cluster not in self._retired:
+                return
+            self._retired.remove(cluster)
+        try:
+            cluster.shutdown()
+        except Exception as e:  # pragma: no cover - best effort
+            log.debug("cassandra shutdown: %s", e)
 
     # -- sharing -------------------------------------------------------------------------------
 
@@ -284,24 +413,29 @@ class CassandraConnection:
             self.shutdown()
 
     def shutdown(self) -> None:
-        try:
-            self.cluster.shutdown()
-        except Exception as e:  # pragma: no cover - best effort at exit
-            log.debug("cassandra shutdown: %s", e)
+        with self._lock:
+            clusters, self._retired = [self.cluster, *self._retired], []
+        for cluster in clusters:
+            try:
+                cluster.shutdown()
+            except Exception as e:  # pragma: no cover - best effort at exit
+                log.debug("cassandra shutdown: %s", e)
 
     # -- statements ----------------------------------------------------------------------------
 
     @contextmanager
     def errors(self, what: str) -> Iterator[None]:
-        """Turn the driver's transient failures into StorageUnavailable naming the endpoint."""
-        from cassandra import DriverException, OperationTimedOut, ReadTimeout, Unavailable, WriteTimeout
-        from cassandra.cluster import NoHostAvailable
+        """Turn the driver's transient failures into CassandraUnavailable naming the endpoint (after
+        recovering the connection when the server answers again), its other errors into LibrarianError."""
+        from cassandra import DriverException
 
+        seen = self.cluster
         try:
             yield
         except LibrarianError:
             raise
-        except (NoHostAvailable, OperationTimedOut, Unavailable, ReadTimeout, WriteTimeout, ConnectionError) as e:
+        except _transient_errors() as e:
+            self.recover(seen)
             raise unavailable(self.config, e, what) from None
         except DriverException as e:
             message = f"Cassandra at {self.config.endpoint}: {what} failed: {e}"
@@ -309,46 +443,62 @@ class CassandraConnection:
                 raise SchemaMissing(message) from None
             raise LibrarianError(message) from None
 
-    def _schema_retry(self, run):
-        """run(); when a table or keyspace of ours is gone (dropped, or lost by a test node), recreate and run again."""
-        try:
-            return run()
-        except SchemaMissing as e:
-            if not self._schemas:
-                raise
-            log.warning("%s; recreating the librarian's schema and retrying", e)
-            self.repair_schema()
-            return run()
+    def _retry(self, run):
+        """run(), and once more after what a restarted server needs: a table or keyspace of ours that is
+        gone (dropped, or lost by the server) recreated; a request that never left because the driver
+        had not reconnected yet sent again on the new session (requests that may have reached the
+        server are not: the caller decides)."""
+        repaired = resent = False
+        while True:
+            seen = self.cluster
+            try:
+                return run()
+            except SchemaMissing as e:
+                if repaired or not self._schemas:
+                    raise
+                repaired = True
+                log.warning("%s; recreating the librarian's schema and retrying", e)
+                self.repair_schema()
+            except CassandraUnavailable as e:
+                if resent or e.sent or self.cluster is seen:
+                    raise
+                resent = True
+                log.warning("%s; sending it again on the new connection", e)
 
     def repair_schema(self) -> None:
         """Run every schema this connection created again (all idempotent), forgetting prepared statements."""
         with self._lock:
             self._prepared.clear()
+            self.epoch += 1
             for name in list(self._schemas):
                 self._ready.discard(name)
                 statements, tables, indexes = self._schemas[name]
                 self.ensure_schema(name, statements, tables, indexes, force=True)
 
-    def prepare(self, cql: str):
-        stmt = self._prepared.get(cql)
-        if stmt is None:
-            with self.errors("preparing a statement"):
-                stmt = self.session.prepare(cql)
-            self._prepared[cql] = stmt
+    def prepare(self, cql: str, session=None):
+        """The prepared statement of cql on session (default: the current one)."""
+        session = session or self.session
+        cached = self._prepared.get(cql)
+        if cached is not None and cached[0] is session:
+            return cached[1]
+        with self.errors("preparing a statement"):
+            stmt = session.prepare(cql)
+        self._prepared[cql] = (session, stmt)
         return stmt
 
     def execute(self, cql: str, params: Sequence = (), what: str = "a query", fetch_size: int | None = None):
         def run():
-            stmt, values = self.prepare(cql), params
+            session = self.session
+            stmt, values = self.prepare(cql, session), params
             values_or_bound: Sequence | None = values
             if fetch_size is not None:
                 stmt = stmt.bind(values)
                 stmt.fetch_size = fetch_size
                 values_or_bound = None  # bound into the statement already
             with self.errors(what):
-                return self.session.execute(stmt, values_or_bound)
+                return session.execute(stmt, values_or_bound)
 
-        return self._schema_retry(run)
+        return self._retry(run)
 
     def execute_many(
         self, statements_and_params: Iterable[tuple[str, Sequence]], what: str = "writing rows", concurrency: int = 64
@@ -361,11 +511,12 @@ class CassandraConnection:
             return []
 
         def run():
-            items = [(self.prepare(cql), params) for cql, params in work]
+            session = self.session
+            items = [(self.prepare(cql, session), params) for cql, params in work]
             with self.errors(what):
-                return execute_concurrent(self.session, items, concurrency=concurrency, raise_on_first_error=True)
+                return execute_concurrent(session, items, concurrency=concurrency, raise_on_first_error=True)
 
-        return [r.result_or_exc for r in self._schema_retry(run)]
+        return [r.result_or_exc for r in self._retry(run)]
 
     def write_partitioned(
         self,
@@ -386,14 +537,15 @@ class CassandraConnection:
             groups.setdefault((cql, partition), []).append(params)
         if not groups:
             return 0
-        return self._schema_retry(lambda: self._write_groups(groups, what, concurrency, max_rows, max_bytes))
+        return self._retry(lambda: self._write_groups(groups, what, concurrency, max_rows, max_bytes))
 
     def _write_groups(self, groups: dict, what: str, concurrency: int, max_rows: int, max_bytes: int) -> int:
         from cassandra.query import BatchStatement, BatchType
 
+        session = self.session
         chunks: list[tuple[object, list[tuple]]] = []
         for (cql, _), params_list in groups.items():
-            stmt = self.prepare(cql)
+            stmt = self.prepare(cql, session)
             chunk: list[tuple] = []
             size = 0
             for params in params_list:
@@ -418,7 +570,7 @@ class CassandraConnection:
             from cassandra.concurrent import execute_concurrent
 
             with self.errors(what):
-                execute_concurrent(self.session, requests, concurrency=concurrency, raise_on_first_error=True)
+                execute_concurrent(session, requests, concurrency=concurrency, raise_on_first_error=True)
         return len(requests)
 
     def ddl(self, cql: str, what: str) -> None:
@@ -453,13 +605,21 @@ class CassandraConnection:
             ):
                 self._ready.add(name)
                 return
-            for cql in statements:
-                self.ddl(cql, f"creating schema {name}")
-            with self.errors(f"waiting for schema agreement on {name}"):
-                if not self.cluster.control_connection.wait_for_schema_agreement(wait_time=60):
-                    raise StorageUnavailable(
-                        f"Cassandra at {self.config.endpoint}: no schema agreement for {name} after 60 s"
-                    )
+            for attempt in (1, 2):
+                seen = self.cluster
+                try:
+                    for cql in statements:
+                        self.ddl(cql, f"creating schema {name}")
+                    with self.errors(f"waiting for schema agreement on {name}"):
+                        if not self.cluster.control_connection.wait_for_schema_agreement(wait_time=60):
+                            raise StorageUnavailable(
+                                f"Cassandra at {self.config.endpoint}: no schema agreement for {name} after 60 s"
+                            )
+                    break
+                except CassandraUnavailable:
+                    # Idempotent DDL: once more when the driver was stale and has been replaced meanwhile.
+                    if attempt == 2 or self.cluster is seen:
+                        raise
             self._ready.add(name)
 
     def create_keyspace_cql(self, keyspace: str) -> str:
@@ -486,6 +646,15 @@ def _forget(conn: CassandraConnection) -> None:
         for key, c in list(_connections.items()):
             if c is conn:
                 del _connections[key]
+
+
+def reconnect_all() -> None:
+    """Every connection of this process starts over with a new Cluster and Session, in place: the
+    stores holding them keep working (their old sessions are shut down a minute later)."""
+    with _connections_lock:
+        conns = [c for (pid, _), c in _connections.items() if pid == os.getpid()]
+    for c in conns:
+        c.recover(force=True)
 
 
 @atexit.register

@@ -104,7 +104,8 @@ class CassandraTripleStore:
         self.c.ensure_schema(
             ks, schema(connection, ks), ["quads_by_entity", "quads_by_collection", "collection_metadata"]
         )
-        self._collections: set[str] = set()
+        self._collections: set[str] = set()  # known to have their collection_metadata row
+        self._collections_epoch = connection.epoch
         cols = "collection, entity, role, p, otype, s, o, d, dtype, lang"
         self._ins_entity = f"INSERT INTO {qks}.quads_by_entity ({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         self._ins_coll = f"INSERT INTO {qks}.quads_by_collection (collection, d, s, p, o, otype, dtype, lang) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -138,6 +139,8 @@ class CassandraTripleStore:
             yield d, G
 
     def _ensure_collection(self, collection: str) -> None:
+        if self._collections_epoch != self.c.epoch:  # the server may have lost the rows (and their keyspace)
+            self._collections, self._collections_epoch = set(), self.c.epoch
         if collection in self._collections:
             return
         if not list(self.c.execute(self._coll_get, (collection,), f"reading collection {collection!r}")):
@@ -177,6 +180,7 @@ class CassandraTripleStore:
                 self._write(rows, what)
                 rows = []
         self._write(rows, what)
+        self._ensure_collection(collection)  # again if the keyspace had to be recreated meanwhile
         return n
 
     def _scan(self, cql: str, params: tuple, keep) -> Iterator[Quad]:

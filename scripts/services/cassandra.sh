@@ -108,7 +108,7 @@ EOF
 # The commit-log lines of cassandra.yaml for UD_CASSANDRA_COMMITLOG_SYNC.
 cassandra_commitlog_config() {
   case "$UD_CASSANDRA_COMMITLOG_SYNC" in
-    group) printf 'commitlog_sync: group\ncommitlog_sync_group_window: %sms\n' "${UD_CASSANDRA_COMMITLOG_WINDOW_MS:-10}" ;;
+    group) printf 'commitlog_sync: group\ncommitlog_sync_group_window: %sms\n' "${UD_CASSANDRA_COMMITLOG_WINDOW_MS:-2}" ;;
     batch) printf 'commitlog_sync: batch\n' ;;
     periodic) printf 'commitlog_sync: periodic\ncommitlog_sync_period: %sms\n' "${UD_CASSANDRA_COMMITLOG_WINDOW_MS:-10000}" ;;
     *) die "UD_CASSANDRA_COMMITLOG_SYNC must be group, batch or periodic, not '$UD_CASSANDRA_COMMITLOG_SYNC'" ;;
@@ -288,9 +288,24 @@ cassandra_classpath() {
   find "$CASSANDRA_LIB" -maxdepth 1 -name '*.jar' | LC_ALL=C sort | paste -sd: -
 }
 
+# Cassandra 5.0 rewrites every row of system.compaction_history at each start, one internal write
+# at a time (SystemKeyspaceMigrator41), and with a synced commit log each of those waits for a sync:
+# a test node compacts its schema tables after every CREATE/DROP, so thousands of rows pile up
+# (7 days of them) and a start took a minute. The table only records past compactions (what
+# `nodetool compactionhistory` shows); dropping its files while the node is down empties it.
+cassandra_forget_compaction_history() {
+  local dir
+  for dir in "$CASSANDRA_RUN"/data/system/compaction_history-*/; do
+    if [[ -d "$dir" ]]; then
+      find "$dir" -maxdepth 1 -type f -delete
+    fi
+  done
+}
+
 cassandra_start() {
   cassandra_java
   cassandra_write_config
+  cassandra_forget_compaction_history
   rm -f "$CASSANDRA_RUN/cassandra.jsa.partial" "$CASSANDRA_RUN/cassandra.jsa.target"
   cassandra_jvm_opts
   : >"$CASSANDRA_RUN/logs/stdout.log"
@@ -327,6 +342,22 @@ cassandra_stop() {
     fi
   fi
   rm -f "$partial" "$CASSANDRA_RUN/cassandra.jsa.target"
+}
+
+# A node of this clone that was started by an older version of this script may run with settings
+# under which a crash loses data; up.sh leaves a running node alone, so it says so.
+cassandra_warn_if_outdated() {
+  local pid unsafe=""
+  pid="$(live_pid "$CASSANDRA_RUN/cassandra.pid" "-Dcassandra.storagedir=$CASSANDRA_RUN/data")" || return 0
+  if tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- -Dcassandra.unsafesystem=true; then
+    unsafe="-Dcassandra.unsafesystem=true"
+  fi
+  if [[ "$UD_CASSANDRA_COMMITLOG_SYNC" != periodic ]] && grep -qE '^commitlog_sync: *periodic' "$CASSANDRA_CONF/cassandra.yaml" 2>/dev/null; then
+    unsafe="${unsafe:+$unsafe, }commitlog_sync: periodic"
+  fi
+  if [[ -n "$unsafe" ]]; then
+    log "WARNING: this Cassandra (pid $pid) runs with $unsafe, from an older scripts/services: a crash of it loses data. Restart it: make services-down && make services-up"
+  fi
 }
 
 # Usage details for failures.

@@ -37,8 +37,9 @@ UD_CASSANDRA_HEAP_MIN="${UD_CASSANDRA_HEAP_MIN:-512m}"
 UD_CASSANDRA_HEAP_MAX="${UD_CASSANDRA_HEAP_MAX:-1g}"
 # When Cassandra acknowledges a write (cassandra.yaml commitlog_sync):
 #   group    (default) once the commit log holding it is fsynced; one fsync per window of
-#            UD_CASSANDRA_COMMITLOG_WINDOW_MS (default 10) covers every write of the window.
+#            UD_CASSANDRA_COMMITLOG_WINDOW_MS (default 2) covers every write of the window.
 #            Nothing acknowledged is lost when the node is killed or the machine loses power.
+#            A longer window adds to every write's latency (README.md, "Durability").
 #   batch    likewise, with an fsync as soon as a write arrives (no window).
 #   periodic at once; the commit log is fsynced every UD_CASSANDRA_COMMITLOG_WINDOW_MS (default
 #            10000, Cassandra's own default), and that much acknowledged data is lost by a crash.

@@ -102,6 +102,7 @@ if [[ "$cassandra_state" != ready ]]; then
   log "Cassandra ready on $UD_CASSANDRA_HOST:$UD_CASSANDRA_PORT"
 else
   log "Cassandra already running on $UD_CASSANDRA_HOST:$UD_CASSANDRA_PORT"
+  cassandra_warn_if_outdated
 fi
 elapsed_ms=$(($(date +%s%3N) - started_ms))
 log "services up in $((elapsed_ms / 1000)).$(printf %03d $((elapsed_ms % 1000)))s"
