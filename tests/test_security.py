@@ -43,11 +43,17 @@ def test_credentials_never_reach_logs_config_metadata_or_errors(tmp_path, monkey
         server.stop()  # and a storage failure's message must not carry it either
         outage = run(resource, instance, ["notes.md"], force=True)
         assert not outage.success
-        for run_result in (result, outage):
+        # Both runs' logs carry their failure (the document's, then the store's) and never the secret.
+        for run_result, failure_named in ((result, "broken.pdf"), (outage, f"127.0.0.1:{server.port}")):
             text = _all_text_of_run(instance, run_result.run_id)
+            assert failure_named in text
             assert SECRET not in text
-        for failure in lib.list_failures():
-            assert SECRET not in failure.error
+        # The ledger: the document's own failure, and the outage as a transient one (retried later).
+        failures = {f.document_id: f for f in lib.list_failures()}
+        assert set(failures) == {"broken.pdf", "notes.md"}
+        assert "could not be parsed" in failures["broken.pdf"].error and not failures["broken.pdf"].transient
+        assert f"127.0.0.1:{server.port}" in failures["notes.md"].error and failures["notes.md"].transient
+        assert all(SECRET not in f.error for f in failures.values())
     finally:
         server.stop()
 
