@@ -1,6 +1,7 @@
 """Fixtures shared by the asset-graph tests: a fresh librarian on each backend, a Dagster instance."""
 
 import os
+import uuid
 
 import dagster as dg
 import pytest
@@ -31,6 +32,28 @@ def librarian_resource(request, tmp_path):
 
 
 @pytest.fixture
+def isolated_librarian(librarian_resource, tmp_path, request):
+    """Makes librarians of the backend under test that share nothing with any other: a home of
+    their own, or a workspace and a bucket of their own (removed afterwards), so that their whole
+    stored state can be compared with a reference (tests/end_state.py)."""
+    from tests.end_state import drop_bucket
+    from ud_assets.defs.resources import LibrarianResource
+
+    buckets: list[str] = []
+
+    def make(name: str) -> LibrarianResource:
+        if librarian_resource.backend == "embedded":
+            return LibrarianResource(backend="embedded", home=str(tmp_path / name), workspace="default")
+        buckets.append(f"udtest-{name.replace('_', '-')}-{uuid.uuid4().hex[:8]}")
+        run = request.getfixturevalue("graph_cassandra_run")
+        return LibrarianResource(backend="cassandra", workspace=run.new_workspace(), bucket=buckets[-1])
+
+    yield make
+    for bucket in buckets:
+        drop_bucket(bucket)
+
+
+@pytest.fixture
 def instance():
     with dg.instance_for_test() as test_instance:
         yield test_instance
@@ -47,3 +70,11 @@ def _dagster_state_storage_of_this_test():
 
     with set_defs_state_storage(None):
         yield
+
+
+def pytest_collection_modifyitems(items):
+    """A test that needs the real servers, through any fixture, is a `services` test: `make
+    test-fast` (-m "not services") leaves it out instead of failing on an absent server."""
+    for item in items:
+        if "graph_cassandra_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.services)

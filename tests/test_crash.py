@@ -18,7 +18,6 @@ Whatever happens, the servers are running again when a test ends: the rest of th
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import re
 import signal
@@ -27,25 +26,21 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
 import dagster as dg
 import pytest
 
-from resources.cassandra.triples import keyspace_for
 from tests import docgen
 from tests.defs.test_assets import ASSETS, run, upload
+from tests.end_state import State, assert_same_state, drop_bucket, pinned_time, read_cassandra_state
 from ud_assets.decoding import detect
 from ud_assets.defs.resources import LibrarianResource
 
 REPO = Path(__file__).resolve().parent.parent
 SERVICES_DIR = Path(os.environ.get("UD_SERVICES_DIR") or REPO / ".services")
-# Provenance carries the time of the run; pinned, so that two runs of the same bytes give equal triples.
-FIXED_NOW = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 DOCUMENTS: dict[str, tuple[Callable[[], bytes], str]] = {
     "report.pdf": (docgen.pdf_with_text_and_image, detect.PDF),
@@ -215,153 +210,7 @@ def servers_restored(graph_cassandra_run):
         services_up(env)
 
 
-# -- the whole end state of a workspace ------------------------------------------------------
-
-
-@dataclass
-class State:
-    """Everything a workspace has stored, in terms that do not depend on the workspace's name."""
-
-    documents: dict[str, tuple]  # id -> (type, parent, sha256, size, kind, title, tags)
-    contents: dict[str, str]  # id -> sha256 of the bytes at its object key ("missing" when absent)
-    elements: dict[str, str]  # id -> sha256 of its generation's elements object
-    generations: dict[str, tuple]  # id -> the generation record but its time and object key
-    failures: dict[str, str]  # the failure ledger: id -> error
-    quads: set[tuple]  # quads_by_collection rows
-    entity_rows: set[tuple]  # quads_by_entity rows
-    collections: set[str]  # collection_metadata rows
-    unreferenced: set[str] = field(default_factory=set)  # object keys in the bucket that no row references
-
-    def counts(self) -> str:
-        return f"{len(self.documents)} rows, {len(self.contents)} objects, {len(self.quads)} quads"
-
-
-@contextmanager
-def cql_session() -> Iterator:
-    """A driver session of the test's own, beside the project's: reads the tables as they are."""
-    from cassandra.auth import PlainTextAuthProvider
-    from cassandra.cluster import Cluster
-
-    user, password = os.environ.get("CASSANDRA_USERNAME"), os.environ.get("CASSANDRA_PASSWORD")
-    cluster = Cluster(
-        [h.strip() for h in os.environ["CASSANDRA_HOST"].split(",")],
-        port=cassandra_server().port,
-        auth_provider=PlainTextAuthProvider(user, password) if user and password else None,
-        # A node that has just restarted on a busy machine can be slow to answer at first.
-        connect_timeout=30,
-        control_connection_timeout=30,
-    )
-    try:
-        session = cluster.connect()
-        session.default_timeout = 120
-        yield session
-    finally:
-        cluster.shutdown()
-
-
-def s3_client():
-    from resources.s3 import make_client
-
-    return make_client()
-
-
-def read_state(workspace: str, bucket: str) -> State:
-    client = s3_client()
-    stored: dict[str, str] = {}
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-        for item in page.get("Contents", []):
-            body = client.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()
-            stored[item["Key"]] = hashlib.sha256(body).hexdigest()
-
-    def content(object_id: object) -> str:
-        return stored.get(f"doc/{object_id}", "missing")
-
-    ks = keyspace_for(workspace)
-    with cql_session() as session:
-        rows = list(session.execute("SELECT * FROM librarian.document WHERE workspace = %s", (workspace,)))
-        generations = list(
-            session.execute("SELECT * FROM librarian.record_generation WHERE workspace = %s", (workspace,))
-        )
-        failures = list(session.execute("SELECT * FROM librarian.record_failure WHERE workspace = %s", (workspace,)))
-        quads = {
-            tuple(r)
-            for r in session.execute(
-                f'SELECT collection, d, s, p, o, otype, dtype, lang FROM "{ks}".quads_by_collection'
-            )
-        }
-        entity_rows = {
-            tuple(r)
-            for r in session.execute(
-                f'SELECT collection, entity, role, p, otype, s, o, d, dtype, lang FROM "{ks}".quads_by_entity'
-            )
-        }
-        collections = {r.collection for r in session.execute(f'SELECT collection FROM "{ks}".collection_metadata')}
-    referenced = {f"doc/{r.object_id}" for r in rows} | {f"doc/{g.elements_object_id}" for g in generations}
-    return State(
-        documents={
-            r.id: (r.document_type, r.parent_id, r.sha256, r.size, r.kind, r.title, tuple(r.tags or ())) for r in rows
-        },
-        contents={r.id: content(r.object_id) for r in rows},
-        elements={g.document_id: content(g.elements_object_id) for g in generations},
-        generations={
-            g.document_id: (
-                g.fingerprint,
-                g.sha256,
-                g.unstructured_version,
-                g.decoder_version,
-                g.config_json,
-                g.summary_json,
-            )
-            for g in generations
-        },
-        failures={f.document_id: f.error for f in failures},
-        quads=quads,
-        entity_rows=entity_rows,
-        collections=collections,
-        unreferenced=set(stored) - referenced,
-    )
-
-
-def assert_same_state(state: State, reference: State, what: str) -> None:
-    """Exact equality, field by field, so that a failure names what differs."""
-    assert state.failures == {}, f"{what}: failure ledger not empty: {state.failures}"
-    assert state.unreferenced == set(), f"{what}: objects no row references: {sorted(state.unreferenced)[:5]}"
-    assert {i: c for i, c in state.contents.items() if c != state.documents[i][2]} == {}, (
-        f"{what}: objects whose bytes are not the row's sha256 (or missing)"
-    )
-    assert set(state.documents) == set(reference.documents), (
-        f"{what}: rows missing {sorted(set(reference.documents) - set(state.documents))[:5]}, "
-        f"extra {sorted(set(state.documents) - set(reference.documents))[:5]}"
-    )
-    assert state.documents == reference.documents, f"{what}: document rows differ"
-    assert state.contents == reference.contents, f"{what}: object bytes differ"
-    assert state.generations == reference.generations, f"{what}: generation records differ"
-    assert state.elements == reference.elements, f"{what}: elements objects differ"
-    assert len(state.quads) == len(reference.quads) and state.quads == reference.quads, (
-        f"{what}: {len(state.quads)} quads instead of {len(reference.quads)}; missing e.g. "
-        f"{sorted(reference.quads - state.quads)[:3]}, extra e.g. {sorted(state.quads - reference.quads)[:3]}"
-    )
-    assert state.collections == reference.collections, f"{what}: collections {state.collections}"
-    assert state.entity_rows == reference.entity_rows, (
-        f"{what}: quads_by_entity has {len(state.entity_rows)} rows instead of {len(reference.entity_rows)}"
-    )
-
-
 # -- passes ----------------------------------------------------------------------------------
-
-
-@contextmanager
-def pinned_time() -> Iterator[None]:
-    import ud_assets.processing.runner as runner
-
-    real = runner.open_attempt
-
-    def open_attempt(librarian, document_id, config, version, now=None):
-        return real(librarian, document_id, config, version, FIXED_NOW)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(runner, "open_attempt", open_attempt)
-        yield
 
 
 def one_pass(resource: LibrarianResource, instance, keys: list[str]) -> dict[str, str]:
@@ -390,18 +239,6 @@ class Reference:
     state: State
 
 
-def _drop_bucket(bucket: str) -> None:
-    client = s3_client()
-    try:
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
-            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
-            if keys:
-                client.delete_objects(Bucket=bucket, Delete={"Objects": keys})
-        client.delete_bucket(Bucket=bucket)
-    except Exception:
-        pass  # best effort, like the session's own cleanup
-
-
 @pytest.fixture(scope="module")
 def buckets() -> Iterator[Callable[[str], str]]:
     """Buckets of this module's own, so that every object in one is accounted for; removed at its end."""
@@ -414,7 +251,7 @@ def buckets() -> Iterator[Callable[[str], str]]:
 
     yield make
     for bucket in made:
-        _drop_bucket(bucket)
+        drop_bucket(bucket)
 
 
 @pytest.fixture(scope="module")
@@ -423,7 +260,7 @@ def reference(servers_restored, graph_cassandra_run, buckets) -> Reference:
     workspace, bucket = graph_cassandra_run.new_workspace(), buckets("reference")
     with dg.instance_for_test() as instance:
         materialize(LibrarianResource(backend="cassandra", workspace=workspace, bucket=bucket), instance)
-    state = read_state(workspace, bucket)
+    state = read_cassandra_state(workspace, bucket)
     assert len(state.documents) > 2 * len(KEYS) and state.quads and state.failures == {}, state.counts()
     print(f"reference: {state.counts()}")
     return Reference(workspace, bucket, state)
@@ -521,9 +358,9 @@ def assert_failed_from_kill_on(outcome: dict) -> None:
 
 
 def check_end_state(workspace: str, bucket: str, reference: Reference) -> None:
-    assert_same_state(read_state(workspace, bucket), reference.state, "after the crash")
+    assert_same_state(read_cassandra_state(workspace, bucket), reference.state, "after the crash")
     # Written before the crash, in another workspace and bucket: all still there, unchanged.
-    assert_same_state(read_state(reference.workspace, reference.bucket), reference.state, "the reference")
+    assert_same_state(read_cassandra_state(reference.workspace, reference.bucket), reference.state, "the reference")
 
 
 @pytest.mark.services

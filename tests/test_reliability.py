@@ -1,24 +1,21 @@
 """Failures that lose nothing: a run killed mid-write and an object store that goes away."""
 
-import json
 import os
-import re
 import signal
 import socket
 import subprocess
 import sys
 import time
-import uuid
+from collections import Counter
 from pathlib import Path
 
+import dagster as dg
 import pytest
 
-from resources.settings import reset_shared
 from tests import docgen
-from tests.defs.test_assets import children_tree, run, upload
+from tests.defs.test_assets import run, upload
+from tests.end_state import assert_same_state, pinned_time, read_state
 from ud_assets.defs.resources import LibrarianResource
-from ud_assets.processing.lineage import document_quads
-from ud_assets.processing.model import GENERATION_TAG
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -41,43 +38,28 @@ with dg.instance_for_test(temp_dir=dagster_home) as instance:
 """
 
 
-def referenced_objects(lib) -> set[str]:
-    docs = lib.list_documents(include_children=True)
-    refs = {str(d.object_id) for d in docs}
-    for doc in docs:
-        generation = lib.get_generation(doc.id) if not doc.parent_id else None
-        if generation:
-            refs.add(generation.elements_object_id)
-    return refs
+def test_a_run_killed_mid_write_converges_on_re_run(isolated_librarian, tmp_path):
+    data = docgen.pdf_text(40)  # enough pages that the kill lands between its pages and the rest
+    reference = isolated_librarian("reference")
+    upload(reference.get(), {"big.pdf": (data, "application/pdf")})
+    with dg.instance_for_test() as instance, pinned_time():
+        assert run(reference, instance, ["big.pdf"], raise_on_error=True).success
+    expected = read_state(reference)
+    kinds = Counter(row[0] for row in expected.documents.values())
+    assert kinds == {"source": 1, "page": 40, "chunk": 40} and expected.failures == {}, expected.counts()
 
-
-def stored_objects(resource: LibrarianResource) -> set[str]:
-    lib = resource.get()
-    if resource.backend == "embedded":
-        return {p.name for p in Path(resource.home, "objects").rglob("*") if p.is_file() and "." not in p.name}
-    client = lib.objects.client
-    keys = set()
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=lib.objects.bucket, Prefix="doc/"):
-        keys |= {o["Key"].removeprefix("doc/") for o in page.get("Contents", [])}
-    return keys
-
-
-def test_a_run_killed_mid_write_converges_on_re_run(librarian_resource, instance, tmp_path):
-    if librarian_resource.backend == "cassandra":  # a bucket of its own, so that every object in it is accounted for
-        librarian_resource = LibrarianResource(
-            backend="cassandra", workspace=librarian_resource.workspace, bucket=f"udkill-{uuid.uuid4().hex[:10]}"
-        )
-    lib = librarian_resource.get()
-    upload(lib, {"big.pdf": (docgen.pdf_text(150), "application/pdf")})
+    killed = isolated_librarian("killed")
+    lib = killed.get()
+    upload(lib, {"big.pdf": (data, "application/pdf")})
     child = subprocess.Popen(
         [
             sys.executable,
             "-c",
             RUN_IN_CHILD,
-            librarian_resource.backend,
-            librarian_resource.home or "",
-            librarian_resource.workspace,
-            librarian_resource.bucket or "",
+            killed.backend,
+            killed.home or "",
+            killed.workspace,
+            killed.bucket or "",
             str(tmp_path / "dh"),
         ],
         cwd=REPO,
@@ -97,18 +79,18 @@ def test_a_run_killed_mid_write_converges_on_re_run(librarian_resource, instance
     # Killed after its pages were stored and before the generation was complete.
     assert lib.list_children("big.pdf") and lib.get_generation("big.pdf") is None
 
-    assert run(librarian_resource, instance, ["big.pdf"], raise_on_error=True).success
-    pages, _images = children_tree(lib, "big.pdf")
-    tag = GENERATION_TAG + lib.get_generation("big.pdf").fingerprint
-    assert len(pages) == 150 and all(tag in p.tags for p in pages)
-    assert len({p.id for p in pages}) == 150
-    # Every stored triple belongs to the current generation's provenance: nothing left from the killed run.
-    assert lib.triples.count(collection=lib.collection) == len(document_quads(lib.triples, "big.pdf", lib.collection))
-    summary = json.loads(lib.get_generation("big.pdf").summary_json)
-    assert summary["sections"] + summary["pages"] == 150
-    assert stored_objects(librarian_resource) <= referenced_objects(lib) | {str(lib.get_metadata("big.pdf").object_id)}
+    with dg.instance_for_test() as instance, pinned_time():
+        assert run(killed, instance, ["big.pdf"], raise_on_error=True).success
+    # Exactly the undisturbed run's rows, objects and triples: nothing left over from the killed run.
+    assert_same_state(read_state(killed), expected, "after the killed run's re-run")
     lib.remove_document("big.pdf")
-    assert stored_objects(librarian_resource) == set()
+    after_removal = read_state(killed)
+    assert (after_removal.documents, after_removal.unreferenced) == ({}, set())
+    # What stays is shared by every document: the two software agents' own description.
+    assert {q[2] for q in after_removal.quads} == {
+        "https://trustgraph.ai/agent/chunker",
+        "https://trustgraph.ai/agent/universal-decoder",
+    }
 
 
 def _free_port() -> int:
@@ -173,47 +155,56 @@ def private_minio(tmp_path, monkeypatch, graph_cassandra_run):
     server.stop()
 
 
-def test_object_store_stopped_mid_materialization_then_back_converges(
+OUTAGE_DOCUMENTS = {
+    "report.pdf": (docgen.pdf_with_text_and_image, "application/pdf"),
+    "notes.md": (docgen.markdown, "text/markdown"),
+}
+
+
+def materialized_reference(workspace: str, bucket: str, documents: dict[str, tuple[bytes, str]]):
+    """The documents materialized undisturbed in a workspace and bucket of their own: the end state to reach."""
+    reference = LibrarianResource(backend="cassandra", workspace=workspace, bucket=bucket)
+    upload(reference.get(), documents)
+    with dg.instance_for_test() as instance, pinned_time():
+        assert run(reference, instance, sorted(documents), raise_on_error=True).success
+    state = read_state(reference)
+    assert state.quads and state.failures == {}, state.counts()
+    return state
+
+
+def test_object_store_killed_mid_materialization_then_back_converges(
     private_minio, instance, graph_cassandra_run, monkeypatch
 ):
     import ud_assets.processing.runner as runner
 
+    documents = {k: (make(), kind) for k, (make, kind) in OUTAGE_DOCUMENTS.items()}
+    expected = materialized_reference(graph_cassandra_run.new_workspace(), "reference", documents)
     resource = LibrarianResource(backend="cassandra", workspace=graph_cassandra_run.new_workspace(), bucket="outage")
     lib = resource.get()
-    upload(
-        lib,
-        {
-            "report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
-            "notes.md": (docgen.markdown(), "text/markdown"),
-        },
-    )
+    upload(lib, documents)
     real_store_images = runner.images_stage
 
     def store_images_then_lose_the_server(*args, **kwargs):
-        private_minio.stop()  # the object store goes away in the middle of the materialization
+        private_minio.stop()  # SIGKILL: the object store goes away in the middle of the materialization
         return real_store_images(*args, **kwargs)
 
     monkeypatch.setattr(runner, "images_stage", store_images_then_lose_the_server)
-    result = run(resource, instance, ["notes.md", "report.pdf"])
+    with pinned_time():
+        result = run(resource, instance, ["notes.md", "report.pdf"])
     assert not result.success
     [failure] = result.get_step_failure_events()
-    message = failure.step_failure_data.error.message
-    assert f"127.0.0.1:{private_minio.port}" in message or "unavailable" in message.lower()
+    assert f"127.0.0.1:{private_minio.port}" in failure.step_failure_data.error.message
     assert lib.get_generation("report.pdf") is None
 
     monkeypatch.setattr(runner, "images_stage", real_store_images)
     private_minio.start()
-    assert run(resource, instance, ["notes.md", "report.pdf"], raise_on_error=True).success
-    for doc_id, expected_images in (("notes.md", 0), ("report.pdf", 3)):
-        sections, images = children_tree(lib, doc_id)
-        tag = GENERATION_TAG + lib.get_generation(doc_id).fingerprint
-        assert sections and all(tag in c.tags for c in sections + images)
-        assert len(images) == expected_images
-        assert all(lib.get_content(c.id) for c in sections + images)
-    assert stored_objects(resource) <= referenced_objects(lib)
+    with pinned_time():
+        assert run(resource, instance, ["notes.md", "report.pdf"], raise_on_error=True).success
+    # Rows, objects, triples and an emptied failure ledger: exactly the undisturbed run's.
+    assert_same_state(read_state(resource), expected, "after the object store came back")
 
 
-def test_hostile_documents_fail_alone_with_a_named_cause_and_change_nothing(librarian_resource, instance):
+def test_hostile_documents_fail_alone_with_a_named_cause_and_change_nothing(isolated_librarian, instance):
     from tests.decoding.test_limits import _declaring, _package
 
     docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -234,120 +225,24 @@ def test_hostile_documents_fail_alone_with_a_named_cause_and_change_nothing(libr
             "nested more than",
         ),
     }
-    lib = librarian_resource.get()
-    upload(lib, {"good.md": (docgen.markdown(), "text/markdown")})
+    good = {"good.md": (docgen.markdown(), "text/markdown")}
+    reference = isolated_librarian("reference")  # good.md decoded alone
+    upload(reference.get(), good)
+    with dg.instance_for_test() as reference_instance, pinned_time():
+        assert run(reference, reference_instance, ["good.md"], raise_on_error=True).success
+    expected = read_state(reference)
+
+    resource = isolated_librarian("hostile")
+    lib = resource.get()
+    upload(lib, good)
     upload(lib, {k: (data, kind) for k, (data, kind, _) in hostile.items()})
-    keys = sorted(["good.md", *hostile])
-    run(librarian_resource, instance, keys)
-    assert lib.get_generation("good.md") is not None
-    failures = {f.document_id: f.error for f in lib.list_failures()}
+    with pinned_time():
+        run(resource, instance, sorted(["good.md", *hostile]))
+    state = read_state(resource)
+    assert set(state.failures) == set(hostile)
     for doc_id, (_data, _kind, cause) in hostile.items():
-        assert cause in failures[doc_id].lower(), (doc_id, failures[doc_id])
-        assert lib.list_children(doc_id) == []
-    decoded = [k for k in keys if lib.get_generation(k)]
-    assert lib.triples.count(collection=lib.collection) == len(
-        set().union(*(document_quads(lib.triples, k, lib.collection) for k in decoded))
-    )
-
-
-def _port_open(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
-
-
-def _listener_pids(port: int) -> set[int]:
-    out = subprocess.run(["ss", "-ltnpH", f"sport = :{port}"], capture_output=True, text=True).stdout
-    return {int(pid) for pid in re.findall(r"pid=(\d+)", out)}
-
-
-def _cassandra(action: str) -> None:
-    """Stop or start the test Cassandra itself (the real process), as an outage would."""
-    if action == "start":
-        subprocess.run(["scripts/services/up.sh"], cwd=REPO, check=True, stdout=subprocess.DEVNULL, timeout=300)
-        return
-    subprocess.run(
-        ["bash", "-c", "source scripts/services/lib.sh && source scripts/services/cassandra.sh && cassandra_stop"],
-        cwd=REPO,
-        check=True,
-        stdout=subprocess.DEVNULL,
-        timeout=300,
-    )
-    port = int(os.environ.get("CASSANDRA_PORT", "9042"))
-    deadline = time.time() + 90
-    while _port_open(port):
-        assert time.time() < deadline, f"Cassandra on port {port} did not stop"
-        time.sleep(0.5)
-
-
-def _wait_for_reconnection(lib, healthy_in_a_row: int = 20) -> None:
-    """The driver reconnects by itself once the server is back: wait until every pooled connection works."""
-    deadline, streak = time.time() + 90, 0
-    while streak < healthy_in_a_row:
-        try:
-            lib.exists("notes.md")
-            streak += 1
-        except Exception:
-            assert time.time() < deadline, "no reconnection to Cassandra"
-            streak = 0
-            time.sleep(1)
-
-
-def _this_checkouts_cassandra() -> bool:
-    """Whether the Cassandra on the port is the one this checkout's scripts started (and can restart)."""
-    pidfile = REPO / ".services" / "cassandra" / "cassandra.pid"
-    port = int(os.environ.get("CASSANDRA_PORT", "9042"))
-    return pidfile.exists() and pidfile.read_text().strip() in {str(p) for p in _listener_pids(port)}
-
-
-def test_cassandra_stopped_mid_materialization_then_back_converges(instance, graph_cassandra_run, monkeypatch):
-    import ud_assets.processing.runner as runner
-
-    if graph_cassandra_run.error:
-        pytest.fail(graph_cassandra_run.error, pytrace=False)
-    if not _this_checkouts_cassandra():  # its data lives in another checkout: stopping it here would lose it
-        pytest.fail(
-            "the Cassandra on the test port was started by another checkout's scripts/services; stop it "
-            "there (make services-down) so that this checkout's `make test` starts its own",
-            pytrace=False,
-        )
-    resource = LibrarianResource(
-        backend="cassandra", workspace=graph_cassandra_run.new_workspace(), bucket=graph_cassandra_run.bucket
-    )
-    lib = resource.get()
-    upload(
-        lib,
-        {
-            "report.pdf": (docgen.pdf_with_text_and_image(), "application/pdf"),
-            "notes.md": (docgen.markdown(), "text/markdown"),
-        },
-    )
-    real_store_images = runner.images_stage
-
-    def store_images_without_cassandra(*args, **kwargs):
-        _cassandra("stop")
-        return real_store_images(*args, **kwargs)
-
-    monkeypatch.setattr(runner, "images_stage", store_images_without_cassandra)
-    try:
-        result = run(resource, instance, ["notes.md", "report.pdf"])
-    finally:
-        _cassandra("start")
-    assert not result.success
-    [failure] = result.get_step_failure_events()
-    assert "Cassandra at 127.0.0.1" in failure.step_failure_data.error.message
-
-    monkeypatch.setattr(runner, "images_stage", real_store_images)
-    # This process's driver sessions outlived the restart: start over with new ones, as a new run would.
-    reset_shared()
-    lib = resource.get()
-    _wait_for_reconnection(lib)
-    assert run(resource, instance, ["notes.md", "report.pdf"], raise_on_error=True).success
-    for doc_id in ("notes.md", "report.pdf"):
-        sections, images = children_tree(lib, doc_id)
-        tag = GENERATION_TAG + lib.get_generation(doc_id).fingerprint
-        assert sections and all(tag in c.tags for c in sections + images)
-    assert len(children_tree(lib, "report.pdf")[1]) == 3
-    assert stored_objects(resource) >= {str(c.object_id) for c in lib.list_documents(include_children=True)}
+        assert cause in state.failures[doc_id].lower(), (doc_id, state.failures[doc_id])
+    # Beside the hostile documents' own source rows, exactly what good.md decoded alone stores.
+    decoded = {i: row for i, row in state.documents.items() if i not in hostile}
+    assert decoded == expected.documents and state.quads == expected.quads
+    assert state.generations == expected.generations and state.unreferenced == set()

@@ -98,15 +98,19 @@ def needs_decoding(librarian: Librarian, document_id: str, fingerprint: str, for
     return not is_current(librarian, document_id, fingerprint, librarian.get_generation(document_id))
 
 
-def refuse_known_failure(attempt: Attempt) -> None:
-    known = known_failure(attempt.librarian, attempt.document_id, attempt.fingerprint)
-    if known is not None:
+def refuse_known_failure(attempt: Attempt) -> Failure | None:
+    """Fail at once on the ledger's deterministic failure of this generation; else return what the
+    ledger holds for the document (a transient failure, one of another generation, or None)."""
+    recorded = attempt.librarian.get_failure(attempt.document_id)
+    known = recorded if recorded is not None and not recorded.transient else None
+    if known is not None and known.fingerprint == attempt.fingerprint:
         raise DocumentFailed(
             attempt.document_id,
             f"{known.error} (known failure since {known.time:%Y-%m-%d %H:%M} UTC; retried when the document, "
             "the decoder or its options change, or with force)",
             known=True,
         )
+    return recorded
 
 
 # -- children of other generations --------------------------------------------------------------

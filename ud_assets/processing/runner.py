@@ -113,13 +113,17 @@ def _run(
         outcome.document = document_stage(attempt)
     if not selected - {DOCUMENT}:
         return outcome
-    if not force:
-        refuse_known_failure(attempt)
+    recorded_failure = refuse_known_failure(attempt) if not force else None
     # The stages of the generation that have work to do: none when it is current and complete.
     todo = selected & set(GENERATION_STAGES)
     missing = current_problems(attempt.librarian, attempt.document_id, attempt.fingerprint, attempt.current)
     if todo and not force and missing == []:
         outcome.skipped, todo = True, set()
+        if recorded_failure is not None:
+            # The generation is current and complete: a failure in the ledger is from a run that
+            # failed after committing it (chunks), or of an older generation. A commit clears the
+            # ledger; so does finding the generation whole.
+            attempt.librarian.clear_failure(attempt.document_id)
     # A current generation with parts missing (lost in a crash, deleted behind our back) is rewritten whole.
     rewrite = force or bool(missing)
     outcome.repaired = missing or []
