@@ -124,6 +124,54 @@ def generate(folder: str | os.PathLike, large_pdf_pages: int = DEFAULT_LARGE_PDF
     return out
 
 
+SMALL_CORPUS_SIZE = 200
+
+
+def small_plan(count: int = SMALL_CORPUS_SIZE) -> list[tuple[FileSpec, Callable[[], bytes]]]:
+    """Many small ordinary documents: every supported format in turn, 1-3 pages or screens each.
+
+    A library is mostly such documents, so the graph's fixed cost per document shows here, where
+    one large PDF would hide it. Each document has its own seed (no two alike) and a size drawn
+    from the same seeded generator; the whole corpus is deterministic."""
+    rng = random.Random(SEED + count)
+    kinds: list[tuple[str, str, Callable[[int, int], bytes]]] = [
+        ("pdf", "PDF", lambda n, seed: pdf_document(n, "Memo", image_every=2 if n > 1 else 0, seed=seed)),
+        ("docx", "DOCX", lambda n, seed: docx(chapters=n, seed=seed)),
+        ("pptx", "PPTX", lambda n, seed: pptx(slides=n + 1, seed=seed)),
+        ("xlsx", "XLSX", lambda n, seed: xlsx(sheets=n, rows=15, seed=seed)),
+        ("xls", "XLS", lambda n, seed: xls(sheets=n, rows=15, seed=seed)),
+        ("html", "HTML", lambda n, seed: html(sections=n, seed=seed)),
+        ("md", "Markdown", lambda n, seed: markdown(sections=n, seed=seed)),
+        ("txt", "TXT", lambda n, seed: text(paragraph_count=3 * n, seed=seed)),
+        ("csv", "CSV", lambda n, seed: csv(rows=20 * n, seed=seed)),
+        ("tsv", "TSV", lambda n, seed: tsv(rows=20 * n, seed=seed)),
+        ("rst", "RST", lambda n, seed: rst(sections=n, seed=seed)),
+        ("rtf", "RTF", lambda n, seed: pandoc(markdown(sections=n, seed=seed).decode(), "rtf")),
+        ("odt", "ODT", lambda n, seed: pandoc(markdown(sections=n, seed=seed).decode(), "odt")),
+        ("epub", "EPUB", lambda n, seed: epub(chapters=n, seed=seed)),
+        ("eml", "EML", lambda n, seed: eml(seed=seed)),
+    ]
+    out: list[tuple[FileSpec, Callable[[], bytes]]] = []
+    for index in range(count):
+        extension, fmt, make = kinds[index % len(kinds)]
+        size, seed = rng.randint(1, 3), SEED + 1000 * (index + 1)
+        spec = FileSpec(f"small-{index:04d}.{extension}", fmt, size if fmt == "PDF" else 0)
+        out.append((spec, lambda make=make, size=size, seed=seed: make(size, seed)))
+    return out
+
+
+def generate_small(folder: str | os.PathLike, count: int = SMALL_CORPUS_SIZE) -> list[dict]:
+    """Write the small-documents corpus into folder; one dict per file, as `generate`."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for spec, make in small_plan(count):
+        data = make()
+        (folder / spec.name).write_bytes(data)
+        out.append({**asdict(spec), "bytes": len(data)})
+    return out
+
+
 def write_warmup(folder: str | os.PathLike) -> Path:
     """A one-page PDF for the warm-up call, outside the corpus."""
     path = Path(folder) / WARMUP_FILE
@@ -202,7 +250,7 @@ def pdf_document(pages: int, title: str, image_every: int = IMAGE_EVERY, seed: i
 # -- Office ----------------------------------------------------------------------------------
 
 
-def docx(chapters: int = 12) -> bytes:
+def docx(chapters: int = 12, seed: int = SEED) -> bytes:
     """Headings (two levels), paragraphs, a table per chapter and a picture every 4th chapter."""
     import datetime
 
@@ -213,7 +261,7 @@ def docx(chapters: int = 12) -> bytes:
     document.core_properties.created = document.core_properties.modified = datetime.datetime(2024, 1, 1)
     for chapter in range(1, chapters + 1):
         document.add_heading(f"Chapter {chapter}", level=1)
-        for index, text in enumerate(paragraphs(SEED + chapter, 3)):
+        for index, text in enumerate(paragraphs(seed + chapter, 3)):
             if index == 1:
                 document.add_heading(f"Details {chapter}.{index}", level=2)
             document.add_paragraph(text)
@@ -226,7 +274,7 @@ def docx(chapters: int = 12) -> bytes:
     return ooxml_bytes(document)
 
 
-def pptx(slides: int = 10) -> bytes:
+def pptx(slides: int = 10, seed: int = SEED) -> bytes:
     """Title-and-content slides; every 3rd slide also holds a picture."""
     import datetime
 
@@ -240,8 +288,8 @@ def pptx(slides: int = 10) -> bytes:
         slide = deck.slides.add_slide(deck.slide_layouts[1])
         slide.shapes.title.text = f"Slide {number}"
         body = slide.placeholders[1].text_frame
-        body.text = sentences(random.Random(SEED + number), 1)
-        for line in paragraphs(SEED + 100 + number, 2, per=1):
+        body.text = sentences(random.Random(seed + number), 1)
+        for line in paragraphs(seed + 100 + number, 2, per=1):
             body.add_paragraph().text = line
         if number % 3 == 0:
             slide.shapes.add_picture(
@@ -250,11 +298,11 @@ def pptx(slides: int = 10) -> bytes:
     return ooxml_bytes(deck)
 
 
-def xlsx(sheets: int = 3, rows: int = 60) -> bytes:
+def xlsx(sheets: int = 3, rows: int = 60, seed: int = SEED) -> bytes:
     from openpyxl import Workbook
 
     book = Workbook()
-    rng = random.Random(SEED)
+    rng = random.Random(seed)
     for index in range(sheets):
         sheet = book.active if index == 0 else book.create_sheet()
         sheet.title = f"Region{index + 1}"
@@ -266,11 +314,11 @@ def xlsx(sheets: int = 3, rows: int = 60) -> bytes:
     return out.getvalue()
 
 
-def xls(sheets: int = 2, rows: int = 40) -> bytes:
+def xls(sheets: int = 2, rows: int = 40, seed: int = SEED) -> bytes:
     import xlwt
 
     book = xlwt.Workbook()
-    rng = random.Random(SEED + 1)
+    rng = random.Random(seed + 1)
     for index in range(sheets):
         sheet = book.add_sheet(f"Sheet{index + 1}")
         for col, name in enumerate(("Region", "Sales", "Share")):
@@ -287,11 +335,11 @@ def xls(sheets: int = 2, rows: int = 40) -> bytes:
 # -- markup and text -------------------------------------------------------------------------
 
 
-def html(sections: int = 8) -> bytes:
+def html(sections: int = 8, seed: int = SEED) -> bytes:
     parts = ['<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Handbook</title></head><body>\n']
     for number in range(1, sections + 1):
         parts.append(f"<h2>Section {number}</h2>\n")
-        parts.extend(f"<p>{p}</p>\n" for p in paragraphs(SEED + 200 + number, 3))
+        parts.extend(f"<p>{p}</p>\n" for p in paragraphs(seed + 200 + number, 3))
         if number % 3 == 0:
             parts.append(f'<img src="{data_uri(picture(40, 30, number))}" alt="figure {number}">\n')
         if number % 2 == 0:
@@ -304,11 +352,11 @@ def html(sections: int = 8) -> bytes:
     return "".join(parts).encode("utf-8")
 
 
-def markdown(sections: int = 8) -> bytes:
+def markdown(sections: int = 8, seed: int = SEED) -> bytes:
     parts = ["# Annual Report\n\n"]
     for number in range(1, sections + 1):
         parts.append(f"## Part {number}\n\n")
-        parts.extend(f"{p}\n\n" for p in paragraphs(SEED + 300 + number, 3))
+        parts.extend(f"{p}\n\n" for p in paragraphs(seed + 300 + number, 3))
         if number % 2 == 0:
             parts.append(
                 "| Quarter | Revenue |\n|---------|---------|\n"
@@ -320,22 +368,22 @@ def markdown(sections: int = 8) -> bytes:
     return "".join(parts).encode("utf-8")
 
 
-def text(paragraph_count: int = 40) -> bytes:
-    return "\n\n".join(paragraphs(SEED + 400, paragraph_count)).encode("utf-8") + b"\n"
+def text(paragraph_count: int = 40, seed: int = SEED) -> bytes:
+    return "\n\n".join(paragraphs(seed + 400, paragraph_count)).encode("utf-8") + b"\n"
 
 
-def csv(rows: int = 300) -> bytes:
+def csv(rows: int = 300, seed: int = SEED) -> bytes:
     return _lines(
-        SEED + 500,
+        seed + 500,
         "name,city,amount",
         rows,
         lambda rng: f"{rng.choice(_WORDS)},{rng.choice(_WORDS).title()},{rng.randint(1, 999)}",
     )
 
 
-def tsv(rows: int = 200) -> bytes:
+def tsv(rows: int = 200, seed: int = SEED) -> bytes:
     return _lines(
-        SEED + 600,
+        seed + 600,
         "name\tteam\tscore",
         rows,
         lambda rng: f"{rng.choice(_WORDS)}\t{rng.choice(_WORDS)}\t{rng.randint(1, 99)}",
@@ -348,24 +396,24 @@ def _lines(seed: int, header: str, rows: int, row: Callable[[random.Random], str
     return ("\n".join([header] + [row(rng) for _ in range(rows)]) + "\n").encode("utf-8")
 
 
-def rst(sections: int = 8) -> bytes:
+def rst(sections: int = 8, seed: int = SEED) -> bytes:
     parts = ["Annual Guide\n============\n\n"]
     for number in range(1, sections + 1):
         title = f"Topic {number}"
         parts.append(f"{title}\n{'-' * len(title)}\n\n")
-        parts.extend(f"{p}\n\n" for p in paragraphs(SEED + 700 + number, 3))
+        parts.extend(f"{p}\n\n" for p in paragraphs(seed + 700 + number, 3))
     return "".join(parts).encode("utf-8")
 
 
 # -- EPUB, e-mail ----------------------------------------------------------------------------
 
 
-def epub(chapters: int = 6) -> bytes:
+def epub(chapters: int = 6, seed: int = SEED) -> bytes:
     """A hand-written EPUB 3 with chapters of paragraphs and two pictures."""
     images = {"OEBPS/images/figure.png": picture(60, 40, 1), "OEBPS/images/photo.jpg": picture(80, 60, 2, "JPEG")}
     chapter_files = {}
     for number in range(1, chapters + 1):
-        body = f"<h1>Chapter {number}</h1>" + "".join(f"<p>{p}</p>" for p in paragraphs(SEED + 800 + number, 4))
+        body = f"<h1>Chapter {number}</h1>" + "".join(f"<p>{p}</p>" for p in paragraphs(seed + 800 + number, 4))
         if number == 1:
             body += '<img src="../images/photo.jpg" alt="photo"/>'
         if number == 2:
@@ -383,10 +431,10 @@ def epub(chapters: int = 6) -> bytes:
     return epub_zip({"OEBPS/content.opf": opf, "OEBPS/nav.xhtml": nav, **chapter_files}, images)
 
 
-def eml() -> bytes:
+def eml(seed: int = SEED) -> bytes:
     """A text body of a few paragraphs, a PNG attachment and a text attachment."""
     message = email_message("Quarterly figures", "<bench-1@example.com>")
-    message.set_content("Hello team,\n\n" + "\n\n".join(paragraphs(SEED + 900, 4)) + "\n\nRegards,\nAda\n")
+    message.set_content("Hello team,\n\n" + "\n\n".join(paragraphs(seed + 900, 4)) + "\n\nRegards,\nAda\n")
     message.add_attachment(picture(48, 32, 9), maintype="image", subtype="png", filename="chart.png")
-    message.add_attachment("\n\n".join(paragraphs(SEED + 901, 2)) + "\n", subtype="plain", filename="notes.txt")
+    message.add_attachment("\n\n".join(paragraphs(seed + 901, 2)) + "\n", subtype="plain", filename="notes.txt")
     return fixed_boundaries(message).as_bytes()

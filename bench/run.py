@@ -189,6 +189,8 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
             )
         )
 
+    small = measure_small(args, workdir, footprint, env) if args.small_docs else None
+
     ws_large = footprint.workspace("large")
     footprint.upload(ws_large, {key_of[large]: large})
     log(f"memory: graph on {large.name} alone")
@@ -225,7 +227,92 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
     log(f"triples: inserting {args.triples:,} generated quads")
     triples = runner.worker("triples", {"workspace": ws_triples, "bucket": footprint.bucket, "count": args.triples})
 
-    return compute(samples, large_graph, large_bare, triples, corpus_info, keys)
+    result = compute(samples, large_graph, large_bare, triples, corpus_info, keys)
+    if small is not None:
+        result["figures"].update(small["figures"])
+        result["targets"] = report.figures_and_verdicts(result["figures"])
+        result["small_documents"] = small
+    return result
+
+
+def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
+    """Many small ordinary documents: the graph's fixed cost per document, which a library pays.
+
+    Each round: the bare partition() loop, then the graph with one parse worker (nothing hidden by
+    parallelism) and with the default workers, each in a warm worker over a fresh workspace."""
+    folder = workdir / "small"
+    log(f"small documents: generating {args.small_docs} (every format, 1-3 pages or screens each)")
+    generated = corpus_mod.generate_small(folder, args.small_docs)
+    paths = sorted(folder.iterdir())
+    keys = document_keys(paths)
+    warmup = corpus_mod.write_warmup(workdir)
+    warmup_key = "ud-bench-warmup.pdf"
+    small_env = {**env, "UD_BATCH_SIZE": str(len(keys) + 1)}
+    runners = {
+        "1worker": Runner(workdir, {**small_env, "UD_PARSE_WORKERS": "1"}),
+        "default": Runner(workdir, {k: v for k, v in small_env.items() if k != "UD_PARSE_WORKERS"}),
+    }
+    samples: dict[str, list] = {"raw": [], "1worker": [], "default": []}
+    for round_ in range(1, args.repeat + 1):
+        suffix = f" (round {round_}/{args.repeat})" if args.repeat > 1 else ""
+        log(f"small documents: partition() over {len(paths)} files in one warm process{suffix}")
+        samples["raw"].append(
+            runners["default"].worker("raw", {"files": [str(p) for p in paths], "warmup": str(warmup)})
+        )
+        for name, runner in runners.items():
+            ws_warm, ws = footprint.workspace(f"sw{name[0]}{round_}"), footprint.workspace(f"s{name[0]}{round_}")
+            footprint.upload(ws_warm, {warmup_key: warmup})
+            footprint.upload(ws, keys)
+            log(f"small documents: the graph over {len(keys)} partitions, parse workers {name}{suffix}")
+            samples[name].append(
+                runner.worker(
+                    "graph",
+                    {
+                        "workspace": ws,
+                        "bucket": footprint.bucket,
+                        "keys": list(keys),
+                        "warmup_workspace": ws_warm,
+                        "warmup_key": warmup_key,
+                    },
+                    dagster=True,
+                )
+            )
+    return compute_small(samples, keys, generated)
+
+
+def compute_small(samples: dict, keys: dict, generated: list[dict]) -> dict:
+    name_to_key = {path.name: key for key, path in keys.items()}
+    raw_file_s = {name_to_key.get(e["file"], e["file"]): e["s"] for e in samples["raw"][-1]["files"]}
+    overheads = report.overheads_ms(samples["1worker"][-1]["corpus"]["document_s"], raw_file_s)
+    undecoded = {
+        name: {k: v for s in runs for k, v in s["corpus"]["failures"].items()}
+        for name, runs in samples.items()
+        if name != "raw"
+    }
+    figures = {
+        "small_documents": len(keys),
+        "small_raw_warm_s": report.median([s["loop_s"] for s in samples["raw"]]),
+        "small_graph_1worker_s": report.median([s["corpus"]["run_s"] for s in samples["1worker"]]),
+        "small_graph_s": report.median([s["corpus"]["run_s"] for s in samples["default"]]),
+        "small_overhead_median_ms": report.median(list(overheads)),
+        "small_overhead_p95_ms": report.percentile(overheads, 0.95),
+    }
+    return {
+        "figures": figures,
+        "failures": undecoded,
+        "formats": sorted({f["format"] for f in generated}),
+        "bytes": sum(f["bytes"] for f in generated),
+        "overheads_ms": overheads,
+        "graph_breakdown_s": report.breakdown(
+            samples["1worker"][-1]["corpus"].get("stage_timings", {}),
+            samples["1worker"][-1]["corpus"].get("document_s", {}),
+            samples["1worker"][-1]["corpus"]["run_s"],
+            samples["1worker"][-1]["corpus"].get("parse_wait_s", {}),
+        ),
+        "samples": {
+            name: [s.get("corpus", {}).get("run_s", s.get("loop_s")) for s in runs] for name, runs in samples.items()
+        },
+    }
 
 
 def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, corpus_info: dict, keys: dict) -> dict:
@@ -409,6 +496,12 @@ def main(argv: list[str] | None = None) -> int:
         "--profile",
         metavar="FILE",
         help="also run the graph once more under cProfile (not a sample) and write its stats to FILE",
+    )
+    parser.add_argument(
+        "--small-docs",
+        type=int,
+        default=corpus_mod.SMALL_CORPUS_SIZE,
+        help="also measure a generated corpus of this many small documents (0: skip)",
     )
     parser.add_argument("--keep-workdir", action="store_true", help="keep the temp folder (corpus, child logs)")
     args = parser.parse_args(argv)

@@ -57,14 +57,40 @@ def test_target_verdicts_at_the_bounds(kind, limit, value, verdict):
     assert report.Target("x", kind, limit, "").verdict(value) == verdict
 
 
-def test_the_four_targets_of_the_issue():
+def test_the_targets_of_the_issues():
     targets = {t.figure: (t.kind, t.limit) for t in report.TARGETS}
     assert targets == {
         "graph_vs_raw": ("max", 1.25),
         "upload_vs_cold": ("max", 1.5),
         "large_pdf_rss_ratio": ("max", 1.5),
         "triples_per_s": ("min", 5000),
+        "small_graph_vs_raw_1worker": ("max", 1.10),
+        "small_graph_vs_raw": ("max", 0.75),
+        "small_overhead_median_ms": ("max", 40),
     }
+
+
+def test_percentile_is_the_nearest_rank():
+    values = [float(v) for v in range(1, 21)]  # 1 .. 20
+    assert report.percentile(values, 0.95) == 19.0
+    assert report.percentile(values, 0.5) == 10.0
+    assert report.percentile([7.0], 0.95) == 7.0
+    assert report.percentile([], 0.95) is None
+
+
+def test_overhead_per_document_is_graph_minus_bare_in_ms():
+    graph = {"a.pdf": 0.250, "b.md": 0.040, "only-graph.txt": 1.0}
+    raw = {"a.pdf": 0.200, "b.md": 0.010}
+    assert report.overheads_ms(graph, raw) == [pytest.approx(50.0), pytest.approx(30.0)]
+
+
+def test_small_corpus_plan_has_every_format_in_small_distinct_documents():
+    plan = corpus.small_plan(45)
+    assert len(plan) == 45 and len({spec.name for spec, _make in plan}) == 45
+    assert {spec.format for spec, _make in plan} == SUPPORTED
+    assert all(1 <= spec.pages <= 3 for spec, _make in plan if spec.format == "PDF")
+    first_two_pdfs = [make() for spec, make in plan if spec.format == "PDF"][:2]
+    assert first_two_pdfs[0] != first_two_pdfs[1]  # a seed of their own
 
 
 def test_figures_and_verdicts():
@@ -84,6 +110,9 @@ def test_figures_and_verdicts():
         "upload_vs_cold": "FAIL",
         "large_pdf_rss_ratio": "PASS",
         "triples_per_s": "FAIL",
+        "small_graph_vs_raw_1worker": "n/a",  # no small-documents figures given
+        "small_graph_vs_raw": "n/a",
+        "small_overhead_median_ms": "n/a",
     }
     assert verdicts["graph_vs_raw"]["value"] == pytest.approx(1.2)
     assert verdicts["upload_vs_cold"]["value"] == pytest.approx(1.8)
@@ -148,6 +177,9 @@ def test_compute_takes_medians_and_measures_from_launch(tmp_path):
         "upload_vs_cold": "FAIL",
         "large_pdf_rss_ratio": "PASS",
         "triples_per_s": "PASS",
+        "small_graph_vs_raw_1worker": "n/a",  # measured by measure_small, not here
+        "small_graph_vs_raw": "n/a",
+        "small_overhead_median_ms": "n/a",
     }
     assert out["per_file"][0] == {"file": "a.pdf", "raw_s": 2.0, "graph_document_s": 3.0, "ratio": 1.5}
     assert out["samples"]["spread"]["graph_s"] == pytest.approx(2 / 13)
@@ -172,7 +204,7 @@ def test_number_formatting():
     assert report.fmt(50_000) == "50,000"
 
 
-def test_table_rows_end_with_the_four_verdicts():
+def test_table_rows_end_with_the_verdicts():
     figures = {
         "graph_s": 12.5,
         "raw_warm_s": 10.0,
@@ -181,13 +213,19 @@ def test_table_rows_end_with_the_four_verdicts():
         "large_pdf_graph_peak_rss_mb": 600.0,
         "large_pdf_bare_peak_rss_mb": 500.0,
         "triples_per_s": 6000.0,
+        "small_raw_warm_s": 10.0,
+        "small_graph_1worker_s": 12.0,
+        "small_graph_s": 7.0,
+        "small_overhead_median_ms": 35.0,
     }
     rows = report.table_rows(figures, report.figures_and_verdicts(figures))
-    assert len(rows) == len(report.ROWS) + 4
-    assert [r[3] for r in rows[-4:]] == ["PASS", "PASS", "PASS", "PASS"]
-    assert rows[-4][1:] == ("1.25x", "<= 1.25x", "PASS")
-    assert rows[-1][1:] == ("6,000/s", ">= 5000", "PASS")
-    assert all(r[2] == r[3] == "" for r in rows[:-4])
+    assert len(rows) == len(report.ROWS) + 7
+    assert [r[3] for r in rows[-7:]] == ["PASS", "PASS", "PASS", "PASS", "FAIL", "PASS", "PASS"]
+    assert rows[-7][1:] == ("1.25x", "<= 1.25x", "PASS")
+    assert rows[-4][1:] == ("6,000/s", ">= 5000", "PASS")
+    assert rows[-3][1:] == ("1.20x", "<= 1.1x", "FAIL")
+    assert rows[-1][1:] == ("35.00 ms", "<= 40ms", "PASS")
+    assert all(r[2] == r[3] == "" for r in rows[:-7])
 
 
 def test_table_columns_are_aligned():
