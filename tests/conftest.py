@@ -78,3 +78,22 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "graph_cassandra_run" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.services)
+
+
+_SUITE_SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """Adds up each test file's time (set-up, call and tear-down) for the summary below."""
+    suite = report.nodeid.split("::", 1)[0]
+    _SUITE_SECONDS[suite] = _SUITE_SECONDS.get(suite, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The time of every suite, slowest first: what each one adds to `make test`."""
+    if not _SUITE_SECONDS:
+        return
+    terminalreporter.section("time per suite")
+    for suite, seconds in sorted(_SUITE_SECONDS.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f"{seconds:8.1f} s  {suite}")
+    terminalreporter.write_line(f"{sum(_SUITE_SECONDS.values()):8.1f} s  in all (summed over workers)")
