@@ -31,6 +31,7 @@ GROUP = "universal_decoder"
 DECODE_RUN_TAG = "ud/decode"  # runs carrying it share the run queue's decoding limit
 TRANSIENT_ATTEMPTS = 3
 PARSE_LOOKAHEAD = 2  # parsed documents that may wait, beyond one per parse worker, while others are stored
+PROGRESS_EVERY_S = 5.0  # how often a batch logs which document it is at
 
 
 def batch_size() -> int:
@@ -171,9 +172,14 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
 
     # Parsed ahead, documents come back as their parses finish (largest started first).
     order = ahead.in_completion_order(keys) if ahead is not None else keys
+    last_progress = 0.0
     for index, key in enumerate(order, start=1):
         started = time.perf_counter()
-        context.log.info(f"[{index}/{len(keys)}] {key}")
+        # Every log line is a stored event (milliseconds each): a batch of small documents says
+        # where it is every few seconds, not once per document.
+        if index in (1, len(keys)) or started - last_progress >= PROGRESS_EVERY_S:
+            context.log.info(f"[{index}/{len(keys)}] {key}")
+            last_progress = started
         try:
             outcome = _with_retries(
                 partial(
