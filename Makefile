@@ -71,9 +71,9 @@ lint: setup
 test: setup lint services-up
 	@eval "$$(scripts/services/env.sh)" && $(VENV)/bin/pytest $(PYTEST_ARGS)
 
-# The inner loop: no servers, no browser, in parallel (a few minutes).
+# The inner loop: no servers, no browser, no load test, in parallel (a few minutes).
 test-fast: setup lint
-	@$(VENV)/bin/pytest -n 2 -m "not services and not browser" $(PYTEST_ARGS)
+	@$(VENV)/bin/pytest -n 2 -m "not services and not browser and not slow" $(PYTEST_ARGS)
 
 # The asset-graph snapshot the tests compare with, rewritten only here (review the diff).
 snapshot: setup

@@ -34,6 +34,7 @@ def _document(i: int) -> tuple[str, bytes, str]:
     return f"load-{i:04d}.csv", f"id,value\n{i},{i * 2}\n".encode(), "text/csv"
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_a_thousand_uploads_through_the_sensor_and_the_run_queue(tmp_path):
     home, dagster_home = tmp_path / "ud", tmp_path / "dagster_home"
