@@ -183,6 +183,33 @@ def test_upgrade_schedule_re_decodes_only_documents_of_another_version(embedded,
     assert all(r.run_key.startswith("reprocess:9.9.9:") for r in upgrade)
 
 
+def test_the_schedule_reads_the_library_page_by_page_keeping_only_stale_ids(embedded, monkeypatch):
+    from resources.records import Generation
+
+    lib = embedded.get()
+    target = ("0.27.35", "7", '{"strategy": "auto"}')
+    for i in range(7):
+        current = i % 3 != 0  # doc-0, doc-3, doc-6 are stale
+        lib.set_generation(
+            Generation(
+                document_id=f"doc-{i}",
+                fingerprint=f"f{i}",
+                sha256="s",
+                unstructured_version=target[0] if current else "0.26.0",
+                decoder_version=target[1],
+                config_json=target[2],
+                elements_object_id="00000000-0000-0000-0000-000000000000",
+                time=NOW,
+            )
+        )
+    pages = []
+    real = type(lib).generations_after
+    monkeypatch.setattr(type(lib), "generations_after", lambda self, a="", n=1000: pages.append(n) or real(self, a, n))
+    monkeypatch.setattr(type(lib), "list_generations", lambda self: pytest.fail("the whole library read at once"))
+    assert schedules.stale_in_library(lib, target, page=3) == ["doc-0", "doc-3", "doc-6"]
+    assert pages == [3, 3, 3]  # 3 + 3 + 1 generations: the last, short page ends it
+
+
 def test_re_running_the_schedule_request_touches_only_the_stale_document(embedded, instance):
     lib = embedded.get()
     keys = ["a.md", "b.md"]

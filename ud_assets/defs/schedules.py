@@ -21,6 +21,9 @@ def current_target(config_json: str) -> tuple[str, str, str]:
     return version("unstructured"), DECODER_LOGIC_VERSION, config_json
 
 
+GENERATIONS_PAGE = 5000
+
+
 def stale_documents(generations, target: tuple[str, str, str]) -> list[str]:
     """Ids of documents whose current generation was made by another version or config."""
     unstructured, decoder, config_json = target
@@ -29,6 +32,19 @@ def stale_documents(generations, target: tuple[str, str, str]) -> list[str]:
         for g in generations
         if (g.unstructured_version, g.decoder_version, g.config_json) != (unstructured, decoder, config_json)
     ]
+
+
+def stale_in_library(lib, target: tuple[str, str, str], page: int = GENERATIONS_PAGE) -> list[str]:
+    """The stale documents of the whole library, read page by page: only their ids are kept, so a
+    library of millions is planned in the memory of its stale ids, not of its generation records."""
+    stale: list[str] = []
+    after = ""
+    while True:
+        generations = lib.generations_after(after, page)
+        stale += stale_documents(generations, target)
+        if len(generations) < page:
+            return stale
+        after = generations[-1].document_id
 
 
 def plan_reprocessing(stale: list[str], partition_order: Sequence[str], target: tuple[str, str, str], batch: int):
@@ -67,7 +83,7 @@ def _default_config_json() -> str:
 def reprocess_after_upgrade(context: dg.ScheduleEvaluationContext, librarian: LibrarianResource):
     lib = librarian.get()
     target = current_target(_default_config_json())
-    stale = stale_documents(lib.list_generations(), target)
+    stale = stale_in_library(lib, target)
     if not stale:
         return dg.SkipReason(f"every document is current (unstructured {target[0]})")
     order = documents_partitions.get_partition_keys(dynamic_partitions_store=context.instance)
