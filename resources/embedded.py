@@ -312,6 +312,10 @@ class SqliteDocumentStore:
             sql += " AND parent_id = '' AND document_type = 'source'"
         return [_row_to_meta(r) for r in self.db.read(sql, (workspace,))]
 
+    def page_rows(self, workspace: str, after: str, limit: int) -> list[DocumentMetadata]:
+        sql = f"SELECT {_DOC_COLUMNS} FROM document WHERE workspace = ? AND id > ? ORDER BY id LIMIT ?"
+        return [_row_to_meta(r) for r in self.db.read(sql, (workspace, after, limit))]
+
     def children(self, workspace: str, parent_id: str) -> list[DocumentMetadata]:
         rows = self.db.read(
             f"SELECT {_DOC_COLUMNS} FROM document WHERE workspace = ? AND parent_id = ?", (workspace, parent_id)

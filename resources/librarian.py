@@ -354,6 +354,21 @@ class LibrarianService:
         docs = self.documents.rows(self.workspace, include_children)
         return sorted(docs, key=lambda d: (d.time, d.id))
 
+    def iter_documents(self, include_children: bool = False, page: int = 1000) -> Iterator[DocumentMetadata]:
+        """The workspace's documents in id order, read a page at a time: a library of millions is
+        listed in the memory of one page."""
+        if page <= 0:
+            raise LibrarianError(f"page must be positive, got {page}")
+        after = ""
+        while True:
+            rows = self.documents.page_rows(self.workspace, after, page)
+            for row in rows:
+                if include_children or (not row.parent_id and row.document_type == SOURCE):
+                    yield row
+            if len(rows) < page:
+                return
+            after = rows[-1].id
+
     def list_children(self, parent_id: str) -> list[DocumentMetadata]:
         check_id(parent_id, "parent id")
         return sorted(self.documents.children(self.workspace, parent_id), key=lambda d: (d.time, d.id))

@@ -119,6 +119,8 @@ class CassandraDocumentStore:
         )
         self._upsert = f"INSERT INTO {ks}.document ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         self._list = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ?"
+        # id is the clustering column: a page is a slice of the workspace's partition, in id order.
+        self._page = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND id > ? LIMIT ?"
         self._children = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND parent_id = ?"
         self._delete = f"DELETE FROM {ks}.document WHERE workspace = ? AND id = ?"
         self._log = f"INSERT INTO {ks}.upload_log (workspace, seq, id, event, sha256) VALUES (?, now(), ?, ?, ?)"
@@ -190,6 +192,9 @@ class CassandraDocumentStore:
         if not include_children:
             docs = [d for d in docs if not d.parent_id and d.document_type == SOURCE]
         return docs
+
+    def page_rows(self, workspace: str, after: str, limit: int) -> list[DocumentMetadata]:
+        return self._rows(self._page, (workspace, after, limit), f"listing documents of workspace {workspace!r}")
 
     def children(self, workspace: str, parent_id: str) -> list[DocumentMetadata]:
         return self._rows(self._children, (workspace, parent_id), f"listing children of {parent_id!r}")

@@ -470,6 +470,26 @@ def test_many_documents_listing(librarian):
     assert sum(d.size for d in docs) == sum(range(60))
 
 
+def test_iter_documents_pages_in_id_order_and_skips_children_across_pages(librarian):
+    for i in range(7):
+        librarian.add_document(f"doc-{i}", "text/plain", b"x")
+    # Children named to sort between the sources ("doc-3a-*" between doc-3 and doc-4): a page
+    # may hold only children, and listing must go on past it.
+    for i in range(5):
+        librarian.add_child_document("doc-3", f"doc-3a-{i}", "text/plain", b"c", CHUNK)
+    pages = []
+    real = librarian.documents.page_rows
+    librarian.documents.page_rows = lambda w, a, n: pages.append(a) or real(w, a, n)
+    ids = [d.id for d in librarian.iter_documents(page=3)]
+    assert ids == [f"doc-{i}" for i in range(7)]
+    # 12 rows, 3 a page: the third page (doc-3a-2 .. doc-3a-4) is children only; the fifth is empty.
+    assert pages == ["", "doc-2", "doc-3a-1", "doc-3a-4", "doc-6"]
+    everything = [d.id for d in librarian.iter_documents(include_children=True, page=3)]
+    assert everything == sorted([f"doc-{i}" for i in range(7)] + [f"doc-3a-{i}" for i in range(5)])
+    with pytest.raises(LibrarianError, match="page must be positive"):
+        next(librarian.iter_documents(page=0))
+
+
 class GeneratedStream(io.RawIOBase):
     """n pseudo-random bytes made on the fly: the whole never exists in memory."""
 

@@ -32,8 +32,9 @@ def add_librarian_parser(subparsers) -> argparse.ArgumentParser:
     add.add_argument("--tag", action="append", default=[], dest="tags", help="a tag (repeatable)")
     add.set_defaults(handler=cmd_add)
 
-    lst = commands.add_parser("list", parents=[common], help="list source documents")
+    lst = commands.add_parser("list", parents=[common], help="list source documents (in id order, page by page)")
     lst.add_argument("--json", action="store_true", help="one JSON array of metadata")
+    lst.add_argument("--page-size", type=int, default=1000, help="rows read from storage at a time (default 1000)")
     lst.add_argument(
         "--children", action="store_true", help="include child documents (pages, sections, images, chunks)"
     )
@@ -129,10 +130,13 @@ def _meta_json(m) -> dict:
 
 def cmd_list(args: argparse.Namespace) -> int:
     def action(librarian) -> int:
-        docs = librarian.list_documents(include_children=args.children)
+        # Page by page, printed as read: a library of millions never sits in memory at once.
+        docs = librarian.iter_documents(include_children=args.children, page=args.page_size)
         if args.json:
-            json.dump([_meta_json(d) for d in docs], sys.stdout, ensure_ascii=False, indent=1)
-            sys.stdout.write("\n")
+            sys.stdout.write("[")
+            for index, d in enumerate(docs):
+                sys.stdout.write(("," if index else "") + "\n" + json.dumps(_meta_json(d), ensure_ascii=False))
+            sys.stdout.write("\n]\n")
             return 0
         for d in docs:
             cols = [d.id, d.document_type, d.kind, str(d.size), d.time.strftime("%Y-%m-%dT%H:%M:%SZ"), d.title]
