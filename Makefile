@@ -15,6 +15,7 @@ export UD_HOME ?= $(CURDIR)/.ud
 
 APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc chromium
 PYTEST_ARGS ?=
+LIBRARY_DOCUMENTS ?= 1000000
 
 .PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env bench screenshots snapshot dagster-home clean
 
@@ -84,6 +85,7 @@ OUT ?= bench-out/bench.json
 BENCH_ARGS ?=
 bench: setup services-up
 	@eval "$$(scripts/services/env.sh)" && $(PY) -m bench $(if $(CORPUS),--corpus $(CORPUS)) --out $(OUT) $(BENCH_ARGS)
+	@$(PY) -m bench.library --documents $(LIBRARY_DOCUMENTS) --out $(dir $(OUT))library.json
 
 # The same environment as the browser tests (tests/ui/harness.py): a fresh dagster dev and librarian,
 # the samples uploaded and decoded by the sensor; Chromium writes the asset graph and a PDF's partition page.
