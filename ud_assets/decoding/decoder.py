@@ -34,7 +34,7 @@ from .model import (
 )
 from .partitioning import unstructured_version
 
-PAGE_LABELS = {detect.PDF: "Page", detect.PPTX: "Slide", detect.XLSX: "Sheet", detect.XLS: "Sheet"}
+PAGE_LABELS = {detect.PDF: "Page", detect.PPTX: "Slide", detect.PPT: "Slide", detect.XLSX: "Sheet", detect.XLS: "Sheet"}
 
 
 def describe_document(

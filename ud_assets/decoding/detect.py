@@ -1,13 +1,29 @@
 """Format detection and text decoding.
 
-The librarian's declared kind wins when there is one. Otherwise libmagic looks at the bytes and
-the file name's extension refines its answer: libmagic calls Markdown, RST, CSV and TSV
-"text/plain", and without the right type unstructured loses their structure.
+One rule (`detect_mime`) combines the witnesses of a document's kind, in this order:
+
+1. the kind declared by the librarian (or the uploader);
+2. libmagic's class of the bytes: a binary format it knows by its magic number (PDF, a ZIP or OLE2
+   container, an OOXML package, RTF, an image...), or just "text";
+3. the content's structure: the root element of markup (`<html>` or the XHTML namespace: HTML;
+   any other root after an XML declaration: XML), the streams of an OLE2 container (DOC, PPT, XLS);
+4. the file name's extension;
+5. libmagic's guess at a kind of text (text/html, text/csv, application/json...), a guess made
+   from a few tags or commas anywhere in the first bytes.
+
+Each witness may only *narrow* the answer of those before it: it replaces that answer when the
+answer is generic and the witness names a kind inside it (`NARROWS`: octet-stream → anything,
+text → a kind of text, XML → HTML, ZIP → an OOXML/ODF/EPUB package, OLE2 → DOC/PPT/XLS), and is
+ignored otherwise. So XHTML, XML-declared HTML and inline XBRL decode as HTML while real XML
+stays XML; a README.md that opens with `<p align="center">` stays Markdown; a PDF named `.txt`
+is a PDF; and a declared kind the bytes contradict is kept, for `limits.check_input` to refuse
+the document naming both ("declared as PDF but the bytes are DOCX").
 """
 
 from __future__ import annotations
 
 import codecs
+import io
 import os
 import re
 
@@ -16,6 +32,8 @@ DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 XLS = "application/vnd.ms-excel"
+DOC = "application/msword"
+PPT = "application/vnd.ms-powerpoint"
 ODT = "application/vnd.oasis.opendocument.text"
 EPUB = "application/epub+zip"
 RTF = "application/rtf"
@@ -29,34 +47,47 @@ EML = "message/rfc822"
 XML = "application/xml"
 JSON = "application/json"
 OCTET = "application/octet-stream"
+ZIP = "application/zip"
+OLE2 = "application/x-ole-storage"  # a Compound File Binary container (DOC, XLS, PPT, MSG...)
 
 # Formats grouped by page/slide/sheet.
-PAGE_BASED = frozenset({PDF, PPTX, XLSX, XLS})
+PAGE_BASED = frozenset({PDF, PPTX, PPT, XLSX, XLS})
+# Legacy Office formats read through LibreOffice (converted to the OOXML format next to them).
+LEGACY_OFFICE = {DOC: DOCX, PPT: PPTX}
 
 EXTENSIONS: dict[str, str] = {
     ".pdf": PDF,
     ".docx": DOCX,
+    ".docm": DOCX,  # macro-enabled packages: the same parts (macros are never run)
     ".pptx": PPTX,
+    ".pptm": PPTX,
     ".xlsx": XLSX,
+    ".xlsm": XLSX,
     ".xls": XLS,
+    ".doc": DOC,
+    ".ppt": PPT,
     ".odt": ODT,
     ".epub": EPUB,
     ".rtf": RTF,
     ".html": HTML,
     ".htm": HTML,
+    ".xhtml": HTML,
+    ".xht": HTML,
     ".md": MARKDOWN,
     ".markdown": MARKDOWN,
     ".txt": PLAIN,
     ".text": PLAIN,
     ".csv": CSV,
     ".tsv": TSV,
+    ".tab": TSV,
     ".rst": RST,
     ".eml": EML,
     ".xml": XML,
     ".json": JSON,
 }
 
-# The suffix handed to unstructured (as metadata_filename) for each kind.
+# The suffix handed to unstructured (as metadata_filename) for each kind: the first extension
+# listed for it.
 SUFFIXES: dict[str, str] = {mime: ext for ext, mime in reversed(list(EXTENSIONS.items()))}
 
 # Aliases that libmagic or uploaders use for the kinds above.
@@ -71,25 +102,32 @@ ALIASES: dict[str, str] = {
     "text/tsv": TSV,
     "application/xhtml+xml": HTML,
     "text/xml": XML,
-    "application/vnd.ms-office": XLS,  # libmagic's name for OLE2 files such as .xls
-    "application/CDFV2": XLS,
+    "application/vnd.ms-word.document.macroenabled.12": DOCX,
+    "application/vnd.ms-powerpoint.presentation.macroenabled.12": PPTX,
+    "application/vnd.ms-excel.sheet.macroenabled.12": XLSX,
+    # libmagic's names for an OLE2 container it cannot tell apart: the streams decide.
+    "application/vnd.ms-office": OLE2,
+    "application/cdfv2": OLE2,
+    "application/x-empty": OCTET,
 }
 
-# Kinds for which libmagic's answer is too generic to beat the file name's extension.
-_GENERIC = frozenset(
-    {PLAIN, OCTET, "application/zip", "text/x-Algol68", "text/x-c", "text/x-c++", "application/x-empty", ""}
-)
 TEXT_KINDS = frozenset({PLAIN, MARKDOWN, CSV, TSV, RST, HTML, XML, JSON})
+# What a generic kind may be narrowed to by a later witness (see the module's docstring).
+NARROWS: dict[str, frozenset[str]] = {
+    OCTET: frozenset({"*"}),
+    PLAIN: TEXT_KINDS | {EML},
+    XML: frozenset({HTML}),  # XHTML is XML
+    ZIP: frozenset({DOCX, PPTX, XLSX, ODT, EPUB}),
+    OLE2: frozenset({DOC, PPT, XLS}),
+}
+_KNOWN = frozenset(EXTENSIONS.values()) | {OLE2, ZIP, OCTET}
 
 
 def normalize(mime: str | None) -> str:
     if not mime:
         return ""
     base = mime.split(";", 1)[0].strip().lower()
-    for alias, canonical in ALIASES.items():
-        if base == alias.lower():
-            return canonical
-    return base
+    return ALIASES.get(base, base)
 
 
 def from_extension(filename: str | None) -> str:
@@ -105,27 +143,129 @@ def sniff(data: bytes) -> str:
     return normalize(magic.from_buffer(bytes(data[:65536]), mime=True))
 
 
+def from_content(data: bytes) -> str:
+    """The kind the content's structure shows, or "" when it shows none: HTML or XML for markup
+    (by its root element), DOC, PPT or XLS for an OLE2 container (by its streams)."""
+    if data.startswith(OLE2_MAGIC):
+        return ole_kind(data)
+    return markup_kind(data)
+
+
+def _generic(kind: str) -> str:
+    """The generic kind `kind` counts as when narrowing: text of a kind we do not know is text."""
+    if not kind:
+        return OCTET
+    if kind.startswith("text/") and kind not in _KNOWN:
+        return PLAIN
+    return kind
+
+
+def narrow(current: str, witness: str) -> str:
+    """`witness` when it names a kind inside the generic `current`, else `current`."""
+    if not witness or witness == current:
+        return current or witness
+    allowed = NARROWS.get(_generic(current), frozenset())
+    return witness if ("*" in allowed or witness in allowed) else current
+
+
 def detect_mime(data: bytes, filename: str | None = None, declared: str | None = None) -> str:
-    """The document's MIME type: declared kind, else libmagic refined by the extension."""
-    declared = normalize(declared)
-    if declared and declared != OCTET:
-        return declared
-    sniffed = sniff(data) if data else ""
-    by_name = from_extension(filename)
-    if by_name and (sniffed in _GENERIC or (sniffed.startswith("text/") and by_name in TEXT_KINDS)):
-        return by_name
-    if sniffed == "text/plain" and _looks_like_html(data):
-        return HTML
-    return sniffed or by_name or OCTET
+    """The document's MIME type by the module's rule: declared kind, libmagic's class, content,
+    extension, libmagic's guess at the text kind; each narrows a generic answer only."""
+    kind = normalize(declared)
+    guess = sniff(data) if data else ""
+    textual = _is_text_guess(guess)
+    kind = narrow(kind, PLAIN if textual else guess)
+    if data:
+        kind = narrow(kind, from_content(data))
+    kind = narrow(kind, from_extension(filename))
+    if textual:
+        kind = narrow(kind, guess)
+    if kind.startswith("text/") and kind not in _KNOWN:
+        kind = PLAIN  # libmagic's guesses at a programming language (text/x-c...): text
+    return kind or OCTET
+
+
+def is_binary_kind(kind: str) -> bool:
+    """A format libmagic knows by its magic number (a kind of ours that is not text, or an image)."""
+    if not kind or kind == OCTET or _is_text_guess(kind) or kind.endswith("+xml"):  # SVG is text
+        return False
+    return kind in _KNOWN or kind.startswith("image/")
+
+
+def _is_text_guess(kind: str) -> bool:
+    """libmagic's answers that say "text" and guess what kind of text (RTF has a magic number)."""
+    return kind.startswith("text/") or kind in TEXT_KINDS or kind == EML
 
 
 def is_text_kind(mime: str) -> bool:
     return mime in TEXT_KINDS or mime.startswith("text/")
 
 
-def _looks_like_html(data: bytes) -> bool:
-    head = data[:2048].lstrip().lower()
-    return head.startswith((b"<!doctype html", b"<html"))
+# -- the content's own witness ----------------------------------------------------------------
+
+OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+# The stream that makes an OLE2 container each kind (unstructured's rule, file_utils/filetype.py).
+_OLE_STREAMS = (("WordDocument", DOC), ("PowerPoint Document", PPT), ("Workbook", XLS), ("Book", XLS))
+
+XHTML_NAMESPACE = "http://www.w3.org/1999/xhtml"
+# What may precede the root element: an XML declaration, processing instructions, comments, a
+# doctype (with an internal subset), whitespace.
+_PROLOG = re.compile(
+    r"\A(?:\s+|<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>)*",
+    re.DOTALL | re.IGNORECASE,
+)
+_ROOT = re.compile(r"<([A-Za-z_][\w.:-]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>?")
+_DOCTYPE_HTML = re.compile(r"<!DOCTYPE\s+html\b", re.IGNORECASE)
+_XMLNS = re.compile(r"""\bxmlns(?::([\w.-]+))?\s*=\s*["']([^"']*)["']""")
+
+
+def ole_kind(data: bytes) -> str:
+    """DOC, PPT or XLS by the streams of an OLE2 container; OLE2 when none of them is there."""
+    import olefile
+
+    try:
+        with olefile.OleFileIO(io.BytesIO(data)) as ole:
+            names = {"/".join(entry) for entry in ole.listdir(streams=True, storages=False)}
+    except Exception:  # olefile raises many kinds on damaged bytes: the parser reports the damage
+        return OLE2
+    for stream, kind in _OLE_STREAMS:
+        if stream in names:
+            return kind
+    return OLE2
+
+
+def markup_kind(data: bytes) -> str:
+    """HTML when the root element is `html` or in the XHTML namespace (XHTML, XML-declared HTML,
+    inline XBRL) or the doctype is HTML's; XML for any other root after an XML declaration; ""
+    when the text does not start as markup."""
+    head = _head_text(data)
+    if not head:
+        return ""
+    prolog = _PROLOG.match(head)
+    end = prolog.end() if prolog else 0
+    if _DOCTYPE_HTML.search(head, 0, end):
+        return HTML
+    root = _ROOT.match(head, end)
+    if root is None:
+        return ""
+    name, attributes = root.group(1), root.group(2)
+    prefix, _, local = name.rpartition(":")
+    namespaces = {(found.group(1) or ""): found.group(2) for found in _XMLNS.finditer(attributes)}
+    if local.lower() == "html" or namespaces.get(prefix) == XHTML_NAMESPACE:
+        return HTML
+    return XML if head.lstrip().startswith("<?xml") else ""
+
+
+def _head_text(data: bytes, size: int = 8192) -> str:
+    """The first characters of a text document, whatever its encoding (never raises)."""
+    sample = data[:size]
+    for bom, encoding in _BOMS:
+        if sample.startswith(bom):
+            return sample[len(bom) :].decode(encoding, errors="ignore")
+    if sample.count(b"\x00") > len(sample) // 4:
+        encoding = "utf-16-le" if sample[1::2].count(b"\x00") >= sample[0::2].count(b"\x00") else "utf-16-be"
+        return sample.decode(encoding, errors="ignore")
+    return sample.decode("utf-8", errors="ignore")
 
 
 _BOMS = (

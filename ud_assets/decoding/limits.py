@@ -40,7 +40,7 @@ MAX_NESTED_READ = 64 * MiB
 ZIP_KINDS = frozenset({detect.DOCX, detect.XLSX, detect.PPTX, detect.ODT, detect.EPUB})
 OOXML_PARTS = {detect.DOCX: "word/", detect.XLSX: "xl/", detect.PPTX: "ppt/"}
 _ZIP_SUFFIXES = (".zip", ".docx", ".xlsx", ".pptx", ".odt", ".ods", ".odp", ".epub", ".jar")
-OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+OLE2_MAGIC = detect.OLE2_MAGIC
 
 _Number = TypeVar("_Number", int, float)
 
@@ -99,6 +99,12 @@ def check_input(data: bytes, mime: str, limits: Limits) -> None:
             raise DecodeError("XLS is password-protected")
         if not data.startswith((OLE2_MAGIC, b"PK\x03\x04")):
             _mislabeled(mime, data)
+        if data.startswith(OLE2_MAGIC):
+            _check_ole_kind(data, mime)
+    elif mime in detect.LEGACY_OFFICE:
+        if not data.startswith(OLE2_MAGIC):
+            _mislabeled(mime, data)
+        _check_ole_kind(data, mime)
     elif mime == detect.RTF:
         if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
             _mislabeled(mime, data)
@@ -106,7 +112,7 @@ def check_input(data: bytes, mime: str, limits: Limits) -> None:
         if not detect.sniff(data).startswith("image/"):
             _mislabeled(mime, data)
     elif detect.is_text_kind(mime) or mime == detect.EML:
-        if _looks_binary(data):
+        if _looks_binary(data) or detect.is_binary_kind(detect.sniff(data)):
             _mislabeled(mime, data)
         if mime in (detect.HTML, detect.XML):
             _check_nesting(data, mime)
@@ -118,10 +124,17 @@ def _label(mime: str) -> str:
 
 
 def _mislabeled(mime: str, data: bytes) -> None:
-    actual = detect.sniff(data)
+    actual = detect.detect_mime(data)  # what the bytes alone say, by detection's own rule
     if actual == mime:  # libmagic agrees with the label: the bytes are damaged, not mislabeled
         raise DecodeError(f"{_label(mime)} is damaged: its header is not that of a {_label(mime)}")
     raise DecodeError(f"declared as {_label(mime)} but the bytes are {_label(actual)}")
+
+
+def _check_ole_kind(data: bytes, mime: str) -> None:
+    """An OLE2 container whose streams are another Office format's is mislabeled."""
+    actual = detect.ole_kind(data)
+    if actual not in (mime, detect.OLE2):
+        raise DecodeError(f"declared as {_label(mime)} but the bytes are {_label(actual)}")
 
 
 def _looks_binary(data: bytes) -> bool:
