@@ -543,6 +543,86 @@ def pandoc(markdown_text: str, to: str) -> bytes:
             return handle.read()
 
 
+def libreoffice(data: bytes, source_suffix: str, to: str) -> bytes:
+    """`data` (a document ending in source_suffix, e.g. ".docx") converted by LibreOffice headless
+    (a Debian package of `make setup`) to the format `to` ("doc", "ppt"...), with a private profile."""
+    import os
+    import pathlib
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="docgen-soffice-") as folder:
+        source = os.path.join(folder, "document" + source_suffix)
+        with open(source, "wb") as handle:
+            handle.write(data)
+        profile = pathlib.Path(folder, "profile").as_uri()
+        subprocess.run(
+            [
+                "soffice",
+                f"-env:UserInstallation={profile}",
+                "--headless",
+                "--convert-to",
+                to,
+                "--outdir",
+                folder,
+                source,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+        with open(os.path.join(folder, f"document.{to}"), "rb") as handle:
+            return handle.read()
+
+
+def doc() -> bytes:
+    """The DOCX of docx_with_headings_table_picture() saved by LibreOffice as Word 97 (.doc)."""
+    return libreoffice(docx_with_headings_table_picture(), ".docx", "doc")
+
+
+def ppt() -> bytes:
+    """The PPTX of pptx_with_picture() saved by LibreOffice as PowerPoint 97 (.ppt)."""
+    return libreoffice(pptx_with_picture(), ".pptx", "ppt")
+
+
+def _macro_enabled(data: bytes, main: str, macro_main: str) -> bytes:
+    """An OOXML package with its main part declared macro-enabled (.docm/.pptm/.xlsm), as Office
+    saves one (the macros themselves, vbaProject.bin, play no part in decoding)."""
+    source = zipfile.ZipFile(io.BytesIO(data))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        for info in source.infolist():
+            body = source.read(info)
+            if info.filename == "[Content_Types].xml":
+                body = body.replace(main.encode(), macro_main.encode())
+            package.writestr(zip_info(info.filename), body)
+    return out.getvalue()
+
+
+def docm() -> bytes:
+    return _macro_enabled(
+        docx_with_headings_table_picture(),
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml",
+        "application/vnd.ms-word.document.macroEnabled.main+xml",
+    )
+
+
+def pptm() -> bytes:
+    return _macro_enabled(
+        pptx_with_picture(),
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml",
+        "application/vnd.ms-powerpoint.presentation.macroEnabled.main+xml",
+    )
+
+
+def xlsm() -> bytes:
+    return _macro_enabled(
+        xlsx(),
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml",
+        "application/vnd.ms-excel.sheet.macroEnabled.main+xml",
+    )
+
+
 def rtf() -> bytes:
     return pandoc(MARKDOWN_DOC, "rtf")
 

@@ -103,6 +103,8 @@ _FORMAT_IMPORTS = {
     detect.PPTX: ("pptx",),
     detect.XLSX: ("xlsx",),
     detect.XLS: ("xlsx",),
+    detect.DOC: ("docx",),
+    detect.PPT: ("pptx",),
     detect.ODT: ("odt", "docx"),
     detect.EPUB: ("epub",),
     detect.RTF: ("rtf",),
@@ -218,7 +220,11 @@ class IsolatedPartitioner:
         if not self.isolate:
             started = time.perf_counter()
             limits_module.check_input(data, mime, self.limits)
-            parted = self.target(data, mime, config, filename)
+            limits_module.activate(self.limits)
+            try:
+                parted = self.target(data, mime, config, filename)
+            finally:
+                limits_module.deactivate()
             return parted, {"isolated": False, "wall_s": time.perf_counter() - started}
         self.start(mime)
         args: _Args = (data, mime, config, filename)
@@ -485,6 +491,7 @@ def _enter_child(limits: Limits, parent: int) -> None:
         # tests/decoding/test_isolation.py, test_children_survive_a_parent_that_used_torch_openmp).
         torch.set_num_threads(1)
     _die_with_parent(parent)
+    limits_module.activate(limits)  # the clock a program the parser runs (LibreOffice) is given
     inherited = _vm_size()
     if inherited is not None:
         cap = inherited + limits.memory_mb * MiB

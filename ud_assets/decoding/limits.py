@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import time
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -69,6 +70,38 @@ class Limits:
     def max_unzipped_bytes(self) -> int:
         """A package inflating beyond the memory allowance cannot be parsed within it."""
         return self.memory_mb * MiB
+
+
+# The limits of the parse running in this process and its wall-clock deadline (time.monotonic()):
+# set for good in an isolated child, around the call in-process. What a parser that runs another
+# program (LibreOffice) hands on to it.
+_active: tuple[Limits, float] | None = None
+
+
+def activate(limits: Limits) -> None:
+    """Start the clock of a parse within `limits` (isolation does, in the child and in-process)."""
+    global _active
+    _active = (limits, time.monotonic() + limits.timeout_s)
+
+
+def deactivate() -> None:
+    global _active
+    _active = None
+
+
+def current() -> Limits:
+    """The limits of the parse running here (the environment's when none was activated)."""
+    return Limits.from_env() if _active is None else _active[0]
+
+
+def budget() -> tuple[float, int]:
+    """Seconds left and the memory allowance (MB) of the parse running here (the environment's
+    limits when none was activated)."""
+    if _active is None:
+        limits = Limits.from_env()
+        return limits.timeout_s, limits.memory_mb
+    limits, deadline = _active
+    return deadline - time.monotonic(), limits.memory_mb
 
 
 def _positive(env: Mapping[str, str], name: str, default: _Number, kind: type[_Number]) -> _Number:

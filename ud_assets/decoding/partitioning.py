@@ -146,6 +146,8 @@ def _partition_bytes(data: bytes, mime: str, config: DecoderConfig, filename: st
 
     if mime == detect.EML:
         return _partition_email(data, config, strategy, notes)
+    if mime in detect.LEGACY_OFFICE:
+        return Partitioned(_partition_legacy_office(data, mime, config, filename), strategy, notes)
 
     elements = _partition(data, mime, config, strategy, filename)
     if mime == detect.PDF:
@@ -166,6 +168,8 @@ def _partition(
 
     if mime in (detect.DOCX, detect.ODT, detect.PPTX):  # ODT goes through unstructured's DOCX partitioner
         images.install_picture_partitioners()
+    if mime == detect.DOCX:
+        data = docm_as_docx(data)
     suffix = detect.SUFFIXES.get(mime, os.path.splitext(filename or "")[1] or ".bin")
     kwargs: PartitionKwargs = {
         "content_type": mime,
@@ -189,6 +193,45 @@ def _partition(
         kwargs["extract_image_block_to_payload"] = True
     raw = partition(file=io.BytesIO(data), **kwargs)
     return [to_element(el) for el in raw]
+
+
+_DOCM_MAIN = b"application/vnd.ms-word.document.macroEnabled.main+xml"
+_DOCX_MAIN = b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+
+
+def docm_as_docx(data: bytes) -> bytes:
+    """A macro-enabled Word package (.docm) with its main part declared as a DOCX's.
+
+    python-docx (and so unstructured) refuses a .docm for its main part's content type alone
+    ("is not a Word file"); the parts are those of a DOCX. The macros are never run or read."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as package:
+            types = package.read("[Content_Types].xml")
+            if _DOCM_MAIN not in types:
+                return data
+            out = io.BytesIO()
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as rewritten:
+                for info in package.infolist():
+                    body = types.replace(_DOCM_MAIN, _DOCX_MAIN) if info.filename == "[Content_Types].xml" else None
+                    rewritten.writestr(info, body if body is not None else package.read(info))
+            return out.getvalue()
+    except (zipfile.BadZipFile, KeyError):  # not a package we can read: the parser says why
+        return data
+
+
+def _partition_legacy_office(data: bytes, mime: str, config: DecoderConfig, filename: str | None) -> list[Element]:
+    """A DOC or PPT converted by LibreOffice (within this parse's time and memory), then read as
+    the DOCX or PPTX it became: the same elements and pictures as that format gives."""
+    from . import legacy_office
+    from . import limits as limits_module
+
+    seconds_left, memory_mb = limits_module.budget()
+    converted = legacy_office.convert(data, mime, filename, seconds_left, memory_mb)
+    target = detect.LEGACY_OFFICE[mime]
+    limits_module.check_input(converted, target, limits_module.current())  # bombs, slide count
+    return _partition(converted, target, config, "fast", filename)
 
 
 def _describe_failure(exc: Exception, mime: str) -> str:
