@@ -286,16 +286,16 @@ def decode_text(data: bytes) -> tuple[str, str]:
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             return data[len(bom) :].decode(encoding, errors="replace"), encoding
+    sample = data[:4096]
+    # NULs between the letters: UTF-16 or UTF-32 without a byte-order mark (valid UTF-8 too, so
+    # this comes first: text never holds NULs).
+    if sample and sample.count(b"\x00") > len(sample) // 4:
+        encoding = wide_encoding(sample)
+        return data.decode(encoding, errors="replace"), encoding
     try:
         return data.decode("utf-8"), "utf-8"
     except UnicodeDecodeError:
         pass
-    sample = data[:4096]
-    if sample and sample.count(b"\x00") > len(sample) // 4:
-        even_nuls = sample[0::2].count(b"\x00")
-        odd_nuls = sample[1::2].count(b"\x00")
-        encoding = "utf-16-le" if odd_nuls >= even_nuls else "utf-16-be"
-        return data.decode(encoding, errors="replace"), encoding
     declared = _declared_charset(data)
     if declared:
         try:
@@ -314,6 +314,15 @@ def decode_text(data: bytes) -> tuple[str, str]:
         if match.encoding == "cp1252" and match.chaos <= best.chaos + 0.02:
             return str(match), "cp1252"
     return str(best), best.encoding
+
+
+def wide_encoding(sample: bytes) -> str:
+    """UTF-32 or UTF-16, little- or big-endian, by where the NULs of mostly-Latin text sit."""
+    quarters = [sample[i::4].count(b"\x00") for i in range(4)]
+    units = len(sample) // 4 or 1
+    if min(quarters[1], quarters[2]) > 0.9 * units:  # two NULs in the middle of every 4 bytes
+        return "utf-32-le" if quarters[3] > 0.9 * units and quarters[0] < quarters[3] else "utf-32-be"
+    return "utf-16-le" if sample[1::2].count(b"\x00") >= sample[0::2].count(b"\x00") else "utf-16-be"
 
 
 _CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?([A-Za-z0-9_.:-]+)""", re.IGNORECASE)

@@ -175,9 +175,12 @@ def _looks_binary(data: bytes) -> bool:
     sample = data[:8192]
     if sample.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
         return False
-    nuls = sample.count(b"\x00")
-    if nuls > len(sample) // 4 and max(sample[0::2].count(b"\x00"), sample[1::2].count(b"\x00")) > 0.9 * nuls:
-        return False  # BOM-less UTF-16: the NULs sit on one side of each code unit
+    if sample.count(b"\x00") > len(sample) // 4:
+        # BOM-less UTF-16/32 (the NULs sit in fixed places of each code unit): judge the letters.
+        sample = sample[: len(sample) // 4 * 4]
+        text = sample.decode(detect.wide_encoding(sample), errors="replace")
+        odd = sum(1 for c in text if c == "\ufffd" or (ord(c) < 32 and c not in "\t\n\r\x0b\x0c\x1b"))
+        return odd > len(text) * 0.05
     controls = sum(sample.count(bytes([b])) for b in (*range(0, 9), *range(14, 27), *range(28, 32)))
     return controls > len(sample) * 0.05
 

@@ -182,6 +182,10 @@ def _partition(
     if detect.is_text_kind(mime):
         # unstructured reads text as UTF-8 only; hand it UTF-8 whatever the source encoding.
         text, _encoding = detect.decode_text(data)
+        if mime in (detect.CSV, detect.TSV):  # read tolerantly (delimited.py), rendered as unstructured does
+            from .delimited import partition_delimited
+
+            return [to_element(el) for el in partition_delimited(text, mime, kwargs["metadata_filename"])]
         data = text.encode("utf-8")
         kwargs["encoding"] = "utf-8"
     if mime in (detect.HTML, detect.MARKDOWN, detect.EML):
