@@ -319,6 +319,14 @@ def test_sniff_delimiter(text, delimiter):
     assert sniff_delimiter(text) == delimiter
 
 
+@pytest.mark.parametrize("data, name", [(b" \t\n\r\n", "blank.csv"), ("\ufeff\n\n".encode("utf-16"), "blank.tsv")])
+def test_a_file_of_blank_lines_has_no_table(data, name):
+    with pytest.raises(DecodeError) as raised:
+        decode(data, name, filename=name)
+    label = name.rsplit(".", 1)[1].upper()
+    assert str(raised.value) == f"{label} has no columns: it holds only blank lines"
+
+
 def test_a_table_beyond_the_cell_limit_is_refused():
     from ud_assets.decoding.delimited import read_rows
 

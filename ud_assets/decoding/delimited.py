@@ -96,6 +96,8 @@ def partition_delimited(text: str, mime: str, metadata_filename: str) -> list[Ta
     csv.field_size_limit(FIELD_LIMIT)
     delimiter = "\t" if mime == detect.TSV else sniff_delimiter(text)
     rows = read_rows(text, delimiter, env_config.CSV_MAX_CELLS)
+    if not rows:  # as pandas says it: there is no table to make
+        raise DecodeError(f"{'TSV' if mime == detect.TSV else 'CSV'} has no columns: it holds only blank lines")
     dataframe = pd.DataFrame(rows, dtype=str)
     html_table = HtmlTable.from_html_text(dataframe_to_html(dataframe, header=False))
     metadata = ElementMetadata(filename=metadata_filename, text_as_html=html_table.html)
