@@ -17,7 +17,7 @@ APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc c
 PYTEST_ARGS ?=
 LIBRARY_DOCUMENTS ?= 1000000
 
-.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env bench screenshots snapshot dagster-home clean
+.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env bench parity screenshots snapshot dagster-home clean
 
 help:
 	@echo "make demo    set up, then decode sample documents through the asset graph (embedded librarian)"
@@ -25,6 +25,7 @@ help:
 	@echo "make test-fast  the tests that need no server or browser, in parallel"
 	@echo "make dev     open the Dagster UI on http://127.0.0.1:3000"
 	@echo "make bench   benchmark against the bare library (CORPUS=DIR OUT=FILE)"
+	@echo "make parity CORPUS=DIR  bare unstructured and the decoder side by side on every file of DIR"
 	@echo "make screenshots  decode the samples in a fresh dagster dev, write docs/screenshots/*.png"
 
 setup: system-packages venv dagster-home
@@ -86,6 +87,11 @@ BENCH_ARGS ?=
 bench: setup services-up
 	@eval "$$(scripts/services/env.sh)" && $(PY) -m bench $(if $(CORPUS),--corpus $(CORPUS)) --out $(OUT) $(BENCH_ARGS)
 	@$(PY) -m bench.library --documents $(LIBRARY_DOCUMENTS) --out $(dir $(OUT))library.json
+
+# Bare unstructured and the decoder side by side on every file of CORPUS (a table and a summary).
+parity: setup
+	@test -n "$(CORPUS)" || { echo "usage: make parity CORPUS=DIR"; exit 2; }
+	$(PY) -m ud_assets.cli parity $(CORPUS)
 
 # The same environment as the browser tests (tests/ui/harness.py): a fresh dagster dev and librarian,
 # the samples uploaded and decoded by the sensor; Chromium writes the asset graph and a PDF's partition page.

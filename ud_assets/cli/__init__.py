@@ -11,6 +11,7 @@ import argparse
 from ud_assets.cli.decode import add_decoder_options, cmd_decode
 from ud_assets.cli.librarian import add_librarian_parser
 from ud_assets.cli.library import cmd_export_provenance, cmd_failures, cmd_lineage
+from ud_assets.cli.parity import add_parity_parser
 from ud_assets.cli.verify import add_verify_parser
 
 
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_librarian_parser(commands)
     add_verify_parser(commands)
+    add_parity_parser(commands)
     return parser
 
 

@@ -309,6 +309,19 @@ class _Reply(Generic[_R]):
     peak_rss_kib: int = 0
 
 
+def run_isolated(function: Callable[[str], _R], limits: Limits, argument: str) -> tuple[_R, PartitionStats]:
+    """function(argument) in a forked child within `limits`, as a document's parse runs: for tools
+    that run another parser on a file (the parity harness runs bare unstructured). Its value, or
+    DecodeError when it timed out, ran out of memory or crashed (an exception it raises is turned
+    into a DecodeError too: catch what you mean to report inside `function`)."""
+
+    def target(_data: bytes, _mime: str, _config: DecoderConfig, _filename: str | None) -> _R:
+        return function(argument)
+
+    # The input checks see a one-byte stand-in of no kind: they pass; the function reads its file.
+    return _run_in_child(target, limits, (b"-", "", DecoderConfig(strategy="fast"), None))
+
+
 def _run_in_child(target: Target[_R], limits: Limits, args: _Args) -> tuple[_R, PartitionStats]:
     reap_children()
     read_end, write_end = os.pipe()
