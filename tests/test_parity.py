@@ -67,6 +67,7 @@ def corpus(tmp_path_factory):
     return folder, files
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_the_decoder_is_never_worse_than_unstructured(corpus):
     folder, files = corpus

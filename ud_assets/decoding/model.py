@@ -12,7 +12,7 @@ SECTION_STRATEGIES = ("whole-document", "heading", "element-type", "count", "siz
 
 # Bumped whenever a change in this package changes what a decode produces (ids, texts, offsets,
 # triples). Together with unstructured's version it forms the code version of `elements`.
-DECODER_LOGIC_VERSION = "1"
+DECODER_LOGIC_VERSION = "2"
 COMPONENT = "universal-decoder"
 COMPONENT_VERSION = "1.0.0"
 
