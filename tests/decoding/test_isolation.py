@@ -264,3 +264,77 @@ def test_a_process_warms_only_the_formats_it_decodes():
 
 def test_isolation_is_available_here():
     assert isolation_available()  # Linux with fork and /proc: what the decoder runs on
+
+
+def _held_lock_target(lock):
+    def target(data, mime, config, filename):
+        with lock:  # held by another thread of the parent when the child was forked: never free here
+            return Partitioned(elements=[], strategy_used="fast")
+
+    return target
+
+
+def test_a_child_blocked_on_a_lock_inherited_at_fork_is_our_fault_not_the_documents(monkeypatch):
+    import threading
+
+    from ud_assets.processing.runner import document_failure
+
+    monkeypatch.setattr(isolation, "STALL_S", 1.0)
+    lock, release = threading.Lock(), threading.Event()
+
+    def hold():
+        with lock:
+            release.wait(60)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    try:
+        started = time.perf_counter()
+        with pytest.raises(isolation.ChildStalled, match="used no CPU for 1 s"):
+            IsolatedPartitioner(Limits(timeout_s=60), warm=False, target=_held_lock_target(lock)).partition(
+                *GOOD, CONFIG
+            )
+        elapsed = time.perf_counter() - started
+    finally:
+        release.set()
+        holder.join()
+    assert 2.0 <= elapsed < 20, elapsed  # two stalls of ~1 s each (tried twice), far from the 60 s timeout
+    # Not a document failure: the runner lets it fail the run with its traceback.
+    assert document_failure("notes.md", isolation.ChildStalled("stalled")) is None
+    assert _no_children_left()
+
+
+def test_a_stall_is_retried_in_a_fresh_child(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(isolation, "STALL_S", 1.0)
+    lock, attempts = threading.Lock(), []
+    real_once = isolation._run_in_child_once
+
+    def once(target, limits, args):
+        attempts.append(lock.locked())
+        try:
+            return real_once(target, limits, args)
+        finally:
+            if lock.locked():
+                lock.release()  # the thread that held it at the first fork is done by the second
+
+    monkeypatch.setattr(isolation, "_run_in_child_once", once)
+    lock.acquire()
+    parted, _stats = IsolatedPartitioner(Limits(timeout_s=60), warm=False, target=_held_lock_target(lock)).partition(
+        *GOOD, CONFIG
+    )
+    assert attempts == [True, False] and parted.elements == []
+
+
+def test_a_child_waiting_for_a_program_of_its_own_is_not_a_stall(monkeypatch):
+    import subprocess
+
+    monkeypatch.setattr(isolation, "STALL_S", 1.0)
+
+    def target(data, mime, config, filename):
+        subprocess.run(["sleep", "3"], check=True)  # idle itself while its program works (LibreOffice...)
+        return Partitioned(elements=[], strategy_used="fast")
+
+    parted, stats = IsolatedPartitioner(Limits(timeout_s=60), warm=False, target=target).partition(*GOOD, CONFIG)
+    assert parted.elements == [] and stats["wall_s"] >= 3

@@ -32,6 +32,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
 from . import detect
@@ -322,7 +323,27 @@ def run_isolated(function: Callable[[str], _R], limits: Limits, argument: str) -
     return _run_in_child(target, limits, (b"-", "", DecoderConfig(strategy="fast"), None))
 
 
+class ChildStalled(RuntimeError):
+    """A child sat without using any CPU, running no program of its own, for STALL_S seconds.
+
+    A parse is CPU work on bytes in memory: a child that stops using CPU is blocked on a lock it
+    inherited at fork from another thread of the parent (the parent stores documents on other
+    threads while it forks the next one). That is this program's fault, never the document's: the
+    document is tried once more in a fresh child, and a second stall fails the run with this error
+    instead of being recorded against the document."""
+
+
+STALL_S = float(os.environ.get("UD_DECODE_STALL_S") or 30.0)
+
+
 def _run_in_child(target: Target[_R], limits: Limits, args: _Args) -> tuple[_R, PartitionStats]:
+    try:
+        return _run_in_child_once(target, limits, args)
+    except ChildStalled:
+        return _run_in_child_once(target, limits, args)  # the inherited lock is not held this time
+
+
+def _run_in_child_once(target: Target[_R], limits: Limits, args: _Args) -> tuple[_R, PartitionStats]:
     reap_children()
     read_end, write_end = os.pipe()
     for stream in (sys.stdout, sys.stderr):  # else the child would print their pending text again
@@ -336,13 +357,21 @@ def _run_in_child(target: Target[_R], limits: Limits, args: _Args) -> tuple[_R, 
         _child(write_end, target, limits, args, parent)
     os.close(write_end)
     try:
-        message, timed_out = _read_message(read_end, pid, started + limits.timeout_s)
+        message, ended = _read_message(read_end, pid, started + limits.timeout_s)
+        timed_out = ended == "timeout"
     except BaseException:  # the parent was interrupted (KeyboardInterrupt...): no orphan
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         raise
     finally:
         os.close(read_end)
+    if ended == "stalled":
+        os.kill(pid, signal.SIGKILL)
+        _wait(pid)
+        raise ChildStalled(
+            f"the decoding child (pid {pid}) used no CPU for {STALL_S:g} s with no program of its own running: "
+            "a lock inherited at fork (UD_DECODE_STALL_S)"
+        )
     reply: _Reply[_R] | None = _decode(message)
     status = 0
     if reply is None:  # timed out, or died without replying: its exit status tells why
@@ -402,26 +431,54 @@ def reap_children(block: bool = False) -> None:
             _unreaped.discard(pid)
 
 
-def _read_message(fd: int, pid: int, deadline: float) -> tuple[bytes, bool]:
-    """The child's length-prefixed reply (b"" when it died first), and whether the deadline passed."""
+def _read_message(fd: int, pid: int, deadline: float) -> tuple[bytes, Literal["timeout", "stalled"] | None]:
+    """The child's length-prefixed reply (b"" when it died first), and why it ended without one:
+    its deadline passed, or it stalled (see ChildStalled)."""
     buffer = bytearray()
     poller = select.poll()  # not select(): no FD_SETSIZE limit in a process with many sockets
     poller.register(fd, select.POLLIN)
+    cpu, busy_at = _cpu_ticks(pid), time.perf_counter()
     while (message := _complete(buffer)) is None:
-        remaining = deadline - time.perf_counter()
+        now = time.perf_counter()
+        remaining = deadline - now
         if remaining <= 0:
-            return b"", True
+            return b"", "timeout"
         if poller.poll(min(remaining, _POLL_S) * 1000):
             chunk = os.read(fd, 1 << 20)
             if not chunk:
-                return b"", False  # EOF before a whole message: the child died
+                return b"", None  # EOF before a whole message: the child died
             buffer += chunk
+            busy_at = now
         elif _exited(pid):
             # It may have written its last bytes just before exiting: take what the pipe holds.
             while poller.poll(0) and (chunk := os.read(fd, 1 << 20)):
                 buffer += chunk
-            return _complete(buffer) or b"", False
-    return message, False
+            return _complete(buffer) or b"", None
+        elif now - busy_at >= STALL_S:
+            latest = _cpu_ticks(pid)
+            if latest is None or latest != cpu or _runs_a_program(pid):
+                cpu, busy_at = latest, now
+            else:
+                return b"", "stalled"
+    return message, None
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    """CPU time (clock ticks, user + system) the process has used, from /proc; None when unreadable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _runs_a_program(pid: int) -> bool:
+    """Whether the process has children of its own (LibreOffice, tesseract, pandoc): then its own
+    idle CPU is waiting for them, not a stall."""
+    try:
+        return any(task.joinpath("children").read_text().strip() for task in Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return True  # cannot tell: never call it a stall
 
 
 def _complete(buffer: bytearray) -> bytes | None:
