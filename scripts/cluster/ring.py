@@ -15,14 +15,18 @@ def check(hosts: list[str], port: int) -> str:
     versions = set()
     for host in hosts:
         cluster = Cluster(
-            [host], port=port, load_balancing_policy=WhiteListRoundRobinPolicy([host]), connect_timeout=5,
+            [host],
+            port=port,
+            load_balancing_policy=WhiteListRoundRobinPolicy([host]),
+            connect_timeout=5,
             control_connection_timeout=5,
         )
         try:
             session = cluster.connect()
             local = session.execute("SELECT schema_version FROM system.local").one()
             peers = {
-                str(r.peer): r.schema_version for r in session.execute("SELECT peer, schema_version FROM system.peers_v2")
+                str(r.peer): r.schema_version
+                for r in session.execute("SELECT peer, schema_version FROM system.peers_v2")
             }
         except Exception as e:
             return f"{host}: {e}"
