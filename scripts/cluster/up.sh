@@ -6,6 +6,10 @@
 # again, so a second call returns in seconds. The first call on a machine installs what is
 # missing (Debian's postgresql and redis-server; MinIO and Cassandra as scripts/services does,
 # into the same cache). UD_CLUSTER_WORKERS (2) Celery workers; UD_VENV (<clone>/.venv).
+#
+#   up.sh                 everything
+#   up.sh PART...         only these Dagster parts, if down: code-server, webserver, daemon, workerN
+#                         (the servers must be up); e.g. after stopping one to restart it alone
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -29,6 +33,14 @@ if [[ "${UD_CLUSTER_UP_LOCKED:-}" != "$UD_CLUSTER_DIR" ]]; then
   exec flock -o "$UD_CLUSTER_DIR/up.lock" "$BASH" "$0" "$@"
 fi
 unset UD_CLUSTER_UP_LOCKED
+
+if (($#)); then
+  dagster_home
+  for part in "$@"; do dagster_part "$part"; done
+  wait_dagster_parts
+  clog "$* up"
+  exit 0
+fi
 
 [[ -x "$UD_VENV/bin/dagster" ]] || die "no Dagster in $UD_VENV (run make setup, or set UD_VENV)"
 "$UD_VENV/bin/python" -c "import importlib.util as u, sys; sys.exit(not all(map(u.find_spec, ('dagster_celery', 'dagster_postgres'))))" ||

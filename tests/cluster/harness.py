@@ -136,10 +136,10 @@ class Cluster:
         }
         return pid_of(CLUSTER_DIR / "dagster" / f"{name}.pid", markers[name])
 
-    def up(self) -> float:
-        """scripts/cluster/up.sh (restarts whatever is down); its duration in seconds."""
+    def up(self, *parts: str) -> float:
+        """scripts/cluster/up.sh: restarts whatever is down, or only the Dagster parts named; its duration in seconds."""
         started = time.monotonic()
-        run_script("up.sh")
+        run_script("up.sh", *parts)
         return time.monotonic() - started
 
     def minio_drive(self, n: int) -> Path:

@@ -232,11 +232,13 @@ def test_webserver_daemon_and_code_server_restart_without_losing_queue_or_cursor
     queued = [cluster.submit([key], workspace, bucket) for key in ("notes.md", "cities.csv")]
     # The code server and the webserver die and come back while the runs wait.
     for part in ("code-server", "webserver"):
-        sigkill(cluster.part_pid(part), part)
-        cluster.up()
+        killed = cluster.part_pid(part)
+        sigkill(killed, part)
+        cluster.up(part)  # this part alone
+        assert cluster.part_pid(part) != killed
         assert cluster.statuses(queued) == {r: "QUEUED" for r in queued}, part
         assert sensor_cursor(instance) == cursor, part
-    cluster.up()  # the daemon returns: it launches the queued runs
+    cluster.up("daemon")  # the daemon returns: it launches the queued runs
     assert cluster.wait(queued) == {r: "SUCCESS" for r in queued}
     # The sensor goes on from its cursor: the upload it handled is not requested again.
     wait_for_sensor_tick(instance, after=time.time())
