@@ -2,7 +2,8 @@
 # shellcheck source-path=SCRIPTDIR
 # Stops every part of the deployment that up.sh started from this clone (Dagster first, then the
 # servers). No error for parts that are not running. Data stays in .cluster/ for a faster next
-# start; `down.sh --purge` (or UD_CLUSTER_PURGE=1) also deletes it.
+# start; `down.sh --purge` (or UD_CLUSTER_PURGE=1) also deletes it. `down.sh PART...` stops only
+# those Dagster parts (code-server, webserver, daemon, workerN), e.g. to restart one with up.sh PART.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -19,12 +20,18 @@ source "$services/cassandra.sh"
 source "$here/parts.sh"
 
 purge="${UD_CLUSTER_PURGE:-0}"
+parts=()
 for arg in "$@"; do
   case "$arg" in
     --purge) purge=1 ;;
-    *) die "usage: $0 [--purge]" ;;
+    code-server | webserver | daemon | worker[0-9]*) parts+=("$arg") ;;
+    *) die "usage: $0 [--purge] | $0 PART... (code-server, webserver, daemon, workerN: stops only those)" ;;
   esac
 done
+if ((${#parts[@]})); then
+  for name in "${parts[@]}"; do dagster_stop "$name"; done
+  exit 0
+fi
 
 # Workers as many as were started, whatever UD_CLUSTER_WORKERS says now.
 for pidfile in "$DAGSTER_RUN"/worker*.pid; do
