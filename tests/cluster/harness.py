@@ -205,16 +205,21 @@ class Cluster:
                 return int(event.pid)
         return 0
 
-    def wait_for_message(self, run_id: str, pattern: str, timeout: float = RUN_TIMEOUT) -> str:
-        """Waits until the run logs a message matching pattern (e.g. its second document); returns it."""
+    def wait_for_documents(self, run_id: str, count: int = 1, timeout: float = RUN_TIMEOUT) -> set[str]:
+        """Waits until the run has materialized `count` documents (their partitions), the next being under
+        way; returns those partitions."""
         deadline = time.monotonic() + timeout
         while True:
-            for message in self.messages(run_id):
-                if re.search(pattern, message or ""):
-                    return message
+            done = {
+                e.dagster_event.partition
+                for e in self.logs(run_id)
+                if e.dagster_event is not None and e.dagster_event.event_type_value == "ASSET_MATERIALIZATION"
+            }
+            if len(done) >= count:
+                return done
             status = self.run(run_id).status.value
-            assert status not in TERMINAL, f"run {run_id} ended ({status}) before logging {pattern!r}"
-            assert time.monotonic() < deadline, f"run {run_id} did not log {pattern!r} within {timeout} s"
+            assert status not in TERMINAL, f"run {run_id} ended ({status}) before materializing {count} documents"
+            assert time.monotonic() < deadline, f"run {run_id} materialized {len(done)} documents in {timeout} s"
             time.sleep(0.1)
 
     def runs_of(self, root_run_id: str) -> list:

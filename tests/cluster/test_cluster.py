@@ -158,7 +158,7 @@ def test_one_cassandra_node_killed_mid_materialization(cluster: Cluster, referen
     workspace, bucket = places("cassandra")
     started = time.monotonic()
     run_id = cluster.submit(KEYS, workspace, bucket)
-    cluster.wait_for_message(run_id, r"^\[2/6\]")
+    cluster.wait_for_documents(run_id, 1)  # the first document stored, the next under way
     node = 1  # the first contact point of every process, and the node its driver learned the ring from
     sigkill(cluster.cassandra_pid(node), f"Cassandra node {node}")
     assert cluster.run(run_id).status.value == "STARTED", "the kill did not land inside the run"
@@ -174,7 +174,7 @@ def test_one_minio_drive_wiped_mid_run(cluster: Cluster, reference, places):
     workspace, bucket = places("minio")
     started = time.monotonic()
     run_id = cluster.submit(KEYS, workspace, bucket)
-    cluster.wait_for_message(run_id, r"^\[2/6\]")
+    cluster.wait_for_documents(run_id, 1)  # the first document stored, the next under way
     removed = wipe(cluster.minio_drive(3))
     assert removed > 0, "the drive was empty: nothing was stored on it yet"
     assert cluster.run(run_id).status.value == "STARTED", "the wipe did not land inside the run"
@@ -188,7 +188,7 @@ def test_worker_killed_mid_document_is_retried_and_converges(cluster: Cluster, r
     workspace, bucket = places("worker")
     started = time.monotonic()
     run_id = cluster.submit(KEYS, workspace, bucket)
-    cluster.wait_for_message(run_id, r"^\[2/6\]")
+    cluster.wait_for_documents(run_id, 1)  # the first document stored, the next under way
     pid = cluster.run_pid(run_id)
     masters = cluster.worker_pids()
     assert parent_of(pid) in masters.values(), f"run {run_id} runs in pid {pid}, no worker's pool process"
