@@ -99,6 +99,8 @@ pg_start() {
   pg_as "$bin/pg_ctl" start -D "$PG_RUN/data" -l "$PG_RUN/postgres.log" -w -t "$UD_SERVICES_TIMEOUT" \
     -o "-p $UD_CLUSTER_PG_PORT -c listen_addresses=127.0.0.1 -k $PG_RUN -c shared_buffers=64MB -c max_connections=200" \
     >/dev/null || { pg_logs; die "PostgreSQL did not start"; }
+  # The postmaster's pid alone, for live_pid (data/postmaster.pid has more lines).
+  head -n1 "$PG_RUN/data/postmaster.pid" >"$PG_RUN/postgres.pid"
   if [[ -e "$PG_RUN/.created" ]]; then
     pg_as "$bin/createdb" -h "$PG_RUN" -p "$UD_CLUSTER_PG_PORT" -U dagster dagster || die "createdb dagster failed"
     rm -f "$PG_RUN/.created"
@@ -108,8 +110,9 @@ pg_start() {
 pg_stop() {
   local bin
   bin="$(pg_bin)" || return 0
+  # postmaster.pid holds more than the pid (live_pid does not read it): pg_ctl knows whether it runs.
   [[ -s "$PG_RUN/data/postmaster.pid" ]] || return 0
-  live_pid "$PG_RUN/data/postmaster.pid" "$PG_RUN/data" >/dev/null || return 0
+  pg_as "$bin/pg_ctl" status -D "$PG_RUN/data" >/dev/null 2>&1 || return 0
   clog "stopping PostgreSQL"
   pg_as "$bin/pg_ctl" stop -D "$PG_RUN/data" -m fast -w -t 60 >/dev/null || true
 }

@@ -69,12 +69,12 @@ if [[ "$minio_state" == start ]]; then
   minio_start
 fi
 
-pg_state="$(part_state PostgreSQL 127.0.0.1 "$UD_CLUSTER_PG_PORT" "$PG_RUN/data/postmaster.pid" "$PG_RUN/data" pg_ready)"
+pg_state="$(part_state PostgreSQL 127.0.0.1 "$UD_CLUSTER_PG_PORT" "$PG_RUN/postgres.pid" "$PG_RUN/data" pg_ready)"
 [[ "$pg_state" == start ]] && pg_start
 redis_state="$(part_state Redis 127.0.0.1 "$UD_CLUSTER_REDIS_PORT" "$REDIS_RUN/redis.pid" "$REDIS_RUN/redis.conf" redis_ready)"
 [[ "$redis_state" == start ]] && redis_start
 
-[[ "$pg_state" == ready ]] || wait_part PostgreSQL "$PG_RUN/data/postmaster.pid" "$PG_RUN/data" pg_ready pg_logs
+[[ "$pg_state" == ready ]] || wait_part PostgreSQL "$PG_RUN/postgres.pid" "$PG_RUN/data" pg_ready pg_logs
 [[ "$redis_state" == ready ]] || wait_part Redis "$REDIS_RUN/redis.pid" "$REDIS_RUN/redis.conf" redis_ready redis_logs
 [[ "$minio_state" == ready ]] || wait_part MinIO "$MINIO_RUN/minio.pid" "$MINIO_RUN/data" minio_cluster_ready minio_logs
 for ((n = 1; n <= count; n++)); do
