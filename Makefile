@@ -17,13 +17,15 @@ APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc c
 PYTEST_ARGS ?=
 LIBRARY_DOCUMENTS ?= 1000000
 
-.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env bench parity screenshots snapshot dagster-home clean
+.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env cluster-up cluster-down cluster-env bench parity screenshots snapshot dagster-home clean
 
 help:
 	@echo "make demo    set up, then decode sample documents through the asset graph (embedded librarian)"
 	@echo "make test    set up, lint and type-check, start MinIO + Cassandra on 127.0.0.1, run every test"
 	@echo "make test-fast  the tests that need no server or browser, in parallel"
 	@echo "make dev     open the Dagster UI on http://127.0.0.1:3000"
+	@echo "make cluster-up  the multi-process deployment: Dagster on PostgreSQL + Celery workers, 3 Cassandra nodes, MinIO on 4 drives"
+	@echo "make cluster-env  its exports (eval \"\$$(make -s cluster-env)\"); make cluster-down stops it"
 	@echo "make bench   benchmark against the bare library (CORPUS=DIR OUT=FILE)"
 	@echo "make parity CORPUS=DIR  bare unstructured and the decoder side by side on every file of DIR"
 	@echo "make screenshots  decode the samples in a fresh dagster dev, write docs/screenshots/*.png"
@@ -42,7 +44,7 @@ system-packages:
 # The locked environment (uv.lock), the project itself editable, and the offline spaCy model.
 venv:
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install -q "uv==0.13.9"
-	@uv sync --frozen --extra dev --python $(PYTHON_VERSION) -q
+	@uv sync --frozen --extra dev --extra cluster --python $(PYTHON_VERSION) -q
 	@$(PY) -c "import en_core_web_sm, magic" || { echo "setup: offline spaCy model or libmagic missing"; exit 1; }
 
 dagster-home:
@@ -64,6 +66,16 @@ services-down:
 services-env:
 	@scripts/services/env.sh
 
+# The multi-process deployment (README, "More than one machine"): ports and folders of its own.
+cluster-up: setup
+	@scripts/cluster/up.sh
+
+cluster-down:
+	@scripts/cluster/down.sh
+
+cluster-env:
+	@scripts/cluster/env.sh
+
 # Lint, format and types first: they take seconds and keep the interfaces true.
 lint: setup
 	@$(VENV)/bin/ruff check .
@@ -75,7 +87,7 @@ test: setup lint services-up
 
 # The inner loop: no servers, no browser, no load test, in parallel (a few minutes).
 test-fast: setup lint
-	@$(VENV)/bin/pytest -n 2 -m "not services and not browser and not slow" $(PYTEST_ARGS)
+	@$(VENV)/bin/pytest -n 2 -m "not services and not browser and not slow and not cluster" $(PYTEST_ARGS)
 
 # The asset-graph snapshot the tests compare with, rewritten only here (review the diff).
 snapshot: setup

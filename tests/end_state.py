@@ -135,6 +135,10 @@ def cql_session() -> Iterator:
     try:
         session = cluster.connect()
         session.default_timeout = 120
+        if os.environ.get("CASSANDRA_CONSISTENCY"):  # e.g. QUORUM on the cluster (tests/cluster)
+            from cassandra import ConsistencyLevel
+
+            session.default_consistency_level = ConsistencyLevel.name_to_value[os.environ["CASSANDRA_CONSISTENCY"]]
         yield session
     finally:
         cluster.shutdown()

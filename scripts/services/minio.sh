@@ -48,8 +48,26 @@ minio_provision() {
   exec {lock_fd}>&-
 }
 
+# The drives MinIO stores objects on: one folder by default; scripts/cluster/ names four
+# (MINIO_DRIVES="$MINIO_RUN/data{1...4}", MinIO's own expansion), which makes it erasure-code
+# every object across them. Each starts with "$MINIO_RUN/data", the marker live_pid looks for.
+minio_drive_folders() {
+  if [[ -n "${MINIO_DRIVES:-}" ]]; then
+    local prefix="${MINIO_DRIVES%%\{*}" range i
+    range="${MINIO_DRIVES#*\{}"
+    range="${range%\}*}"
+    for ((i = ${range%%...*}; i <= ${range##*...}; i++)); do echo "$prefix$i"; done
+  else
+    echo "$MINIO_RUN/data"
+  fi
+}
+
 minio_start() {
-  mkdir -p "$MINIO_RUN/data"
+  local drives="${MINIO_DRIVES:-$MINIO_RUN/data}" folder extra=()
+  # Folders of one disk as an erasure set: MinIO refuses drives on the root disk unless
+  # MINIO_CI_CD=on (scripts/cluster sets it; each drive is a disk of its own on a real server).
+  [[ -n "${MINIO_CI_CD:-}" ]] && extra=("MINIO_CI_CD=$MINIO_CI_CD")
+  while read -r folder; do mkdir -p "$folder"; done < <(minio_drive_folders)
   : >"$MINIO_RUN/minio.log"
   # setsid: own session, so the server outlives `make` and is not hit by its Ctrl-C.
   # The data path is in the command line; live_pid uses it to recognise our process.
@@ -59,7 +77,7 @@ minio_start() {
   MINIO_SITE_REGION="$UD_S3_REGION" \
   MINIO_BROWSER=off \
   MINIO_UPDATE=off \
-    setsid "$MINIO_BIN" server --quiet --address "$UD_S3_HOST:$UD_S3_PORT" "$MINIO_RUN/data" \
+    env "${extra[@]}" setsid "$MINIO_BIN" server --quiet --address "$UD_S3_HOST:$UD_S3_PORT" "$drives" \
       </dev/null >>"$MINIO_RUN/minio.log" 2>&1 &
   echo $! >"$MINIO_RUN/minio.pid"
 }
