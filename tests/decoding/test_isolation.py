@@ -338,3 +338,32 @@ def test_a_child_waiting_for_a_program_of_its_own_is_not_a_stall(monkeypatch):
 
     parted, stats = IsolatedPartitioner(Limits(timeout_s=60), warm=False, target=target).partition(*GOOD, CONFIG)
     assert parted.elements == [] and stats["wall_s"] >= 3
+
+
+def test_a_fork_while_another_thread_is_inside_libmagic_does_not_hang_the_child(monkeypatch):
+    """The parent detects one document on its main thread while a parse-ahead thread forks the next."""
+    import threading
+
+    import magic
+
+    from ud_assets.decoding.detect import sniff
+
+    monkeypatch.setattr(isolation, "STALL_S", 2.0)
+    sniff(b"%PDF-1.4")  # python-magic's shared instance exists, as in a warm worker
+    shared = magic._instances[True]
+    holding, release = threading.Event(), threading.Event()
+
+    def inside_libmagic():
+        with shared.lock:  # what Magic.from_buffer holds while libmagic works
+            holding.set()
+            release.wait(60)
+
+    thread = threading.Thread(target=inside_libmagic, daemon=True)
+    thread.start()
+    holding.wait(10)
+    try:
+        parted, _stats = IsolatedPartitioner(Limits(timeout_s=60), warm=False).partition(*GOOD, CONFIG)
+    finally:
+        release.set()
+        thread.join()
+    assert parted.elements and parted.elements == partition_bytes(*GOOD, CONFIG).elements

@@ -143,6 +143,29 @@ def sniff(data: bytes) -> str:
     return normalize(magic.from_buffer(bytes(data[:65536]), mime=True))
 
 
+def _drop_magic_held_elsewhere_at_fork() -> None:
+    """In a forked child: forget python-magic's shared Magic objects whose lock another thread of
+    the parent held at the fork. That thread does not exist in the child, so the lock would never
+    be released and the child's first sniff would wait for ever (seen: a decoding child stuck in
+    Magic.from_buffer while the parent's main thread was detecting another document). A fresh
+    Magic is made on the next use; an unlocked one is kept (loading libmagic's database again
+    would cost every child milliseconds)."""
+    import sys
+
+    magic = sys.modules.get("magic")
+    instances = getattr(magic, "_instances", None)
+    if not isinstance(instances, dict):
+        return
+    for key, instance in list(instances.items()):
+        lock = getattr(instance, "lock", None)
+        if lock is not None and lock.locked():
+            del instances[key]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_magic_held_elsewhere_at_fork)
+
+
 def from_content(data: bytes) -> str:
     """The kind the content's structure shows, or "" when it shows none: HTML or XML for markup
     (by its root element), DOC, PPT or XLS for an OLE2 container (by its streams)."""
