@@ -22,19 +22,8 @@ part_state() {
 }
 
 wait_part() {
-  local name="$1" pidfile="$2" marker="$3" ready_fn="$4" logs_fn="$5" deadline=$((SECONDS + UD_SERVICES_TIMEOUT))
-  until "$ready_fn"; do
-    if ! live_pid "$pidfile" "$marker" >/dev/null; then
-      "$logs_fn"
-      die "$name exited during startup (logs above)"
-    fi
-    if ((SECONDS >= deadline)); then
-      "$logs_fn"
-      die "$name did not become ready within ${UD_SERVICES_TIMEOUT}s (logs above)"
-    fi
-    sleep 0.25
-  done
-  clog "$name ready"
+  wait_ready "$@"  # scripts/services/lib.sh
+  clog "$1 ready"
 }
 
 minio_logs() { log_tail "$MINIO_RUN/minio.log" 40; }

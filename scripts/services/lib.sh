@@ -143,3 +143,23 @@ log_tail() {
     printf '%s\n' "-----" >&2
   fi
 }
+
+# Waits until $ready_fn succeeds, our process dies, or the timeout passes (make services-up and
+# make cluster-up). $stop_fn, when given, stops a half-started server on timeout, so that the next
+# start begins from scratch.
+wait_ready() {
+  local name="$1" pidfile="$2" marker="$3" ready_fn="$4" logs_fn="$5" stop_fn="${6:-}"
+  local deadline=$((SECONDS + UD_SERVICES_TIMEOUT))
+  until "$ready_fn"; do
+    if ! live_pid "$pidfile" "$marker" >/dev/null; then
+      "$logs_fn"
+      die "$name exited during startup (logs above)"
+    fi
+    if ((SECONDS >= deadline)); then
+      "$logs_fn"
+      if [[ -n "$stop_fn" ]]; then "$stop_fn" || true; fi
+      die "$name did not become ready within ${UD_SERVICES_TIMEOUT}s (logs above; raise UD_SERVICES_TIMEOUT if the machine is just slow)"
+    fi
+    sleep 0.25
+  done
+}

@@ -49,24 +49,6 @@ service_state() {
   fi
 }
 
-# Waits until $ready_fn succeeds, our process dies, or the timeout passes.
-wait_ready() {
-  local name="$1" pidfile="$2" marker="$3" ready_fn="$4" logs_fn="$5" deadline=$((SECONDS + UD_SERVICES_TIMEOUT))
-  until "$ready_fn"; do
-    if ! live_pid "$pidfile" "$marker" >/dev/null; then
-      "$logs_fn"
-      die "$name exited during startup (logs above)"
-    fi
-    if ((SECONDS >= deadline)); then
-      "$logs_fn"
-      # Do not leave a half-started server behind: the next up.sh starts from scratch.
-      "${name,,}_stop" || true
-      die "$name did not become ready within ${UD_SERVICES_TIMEOUT}s (logs above; raise UD_SERVICES_TIMEOUT if the machine is just slow)"
-    fi
-    sleep 0.25
-  done
-}
-
 minio_logs() { log_tail "$MINIO_RUN/minio.log" 40; }
 
 cassandra_state="$(service_state Cassandra "$UD_CASSANDRA_PORT" "$CASSANDRA_RUN/cassandra.pid" \
@@ -91,14 +73,14 @@ if [[ "$minio_state" == start ]]; then
 fi
 
 if [[ "$minio_state" != ready ]]; then
-  wait_ready MinIO "$MINIO_RUN/minio.pid" "$MINIO_RUN/data" minio_ready minio_logs
+  wait_ready MinIO "$MINIO_RUN/minio.pid" "$MINIO_RUN/data" minio_ready minio_logs minio_stop
   log "MinIO ready on $(minio_url)"
 else
   log "MinIO already running on $(minio_url)"
 fi
 if [[ "$cassandra_state" != ready ]]; then
   wait_ready Cassandra "$CASSANDRA_RUN/cassandra.pid" "-Dcassandra.storagedir=$CASSANDRA_RUN/data" \
-    cassandra_ready cassandra_logs
+    cassandra_ready cassandra_logs cassandra_stop
   log "Cassandra ready on $UD_CASSANDRA_HOST:$UD_CASSANDRA_PORT"
 else
   log "Cassandra already running on $UD_CASSANDRA_HOST:$UD_CASSANDRA_PORT"

@@ -39,9 +39,12 @@ def known_failure(librarian: Librarian, document_id: str, fingerprint: str) -> F
     """The ledger's deterministic failure of this very generation, if any.
 
     Such a failure repeats until the bytes, the decoder or its options change."""
-    known = librarian.get_failure(document_id)
-    if known is not None and not known.transient and known.fingerprint == fingerprint:
-        return known
+    return _deterministic_failure_of(librarian.get_failure(document_id), fingerprint)
+
+
+def _deterministic_failure_of(recorded: Failure | None, fingerprint: str) -> Failure | None:
+    if recorded is not None and not recorded.transient and recorded.fingerprint == fingerprint:
+        return recorded
     return None
 
 
@@ -102,8 +105,8 @@ def refuse_known_failure(attempt: Attempt) -> Failure | None:
     """Fail at once on the ledger's deterministic failure of this generation; else return what the
     ledger holds for the document (a transient failure, one of another generation, or None)."""
     recorded = attempt.librarian.get_failure(attempt.document_id)
-    known = recorded if recorded is not None and not recorded.transient else None
-    if known is not None and known.fingerprint == attempt.fingerprint:
+    known = _deterministic_failure_of(recorded, attempt.fingerprint)
+    if known is not None:
         raise DocumentFailed(
             attempt.document_id,
             f"{known.error} (known failure since {known.time:%Y-%m-%d %H:%M} UTC; retried when the document, "
