@@ -1,0 +1,195 @@
+"""PooledSqliteEventLogStorage: the repository's Dagster instance stores and reads events as Dagster's
+own SQLite event log does, a SIGKILLed writer loses nothing it committed, and a run's watchers (the
+UI's live run log) still hear of each new event."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializationData
+from dagster._core.events.log import EventLogEntry
+from dagster._core.storage.event_log.base import EventLogCursor
+
+from ud_assets.instance.event_log import PooledSqliteEventLogStorage
+
+REPO = Path(__file__).resolve().parents[2]
+RUN_ID = "0" * 8 + "-0000-0000-0000-" + "1" * 12
+
+letters = dg.DynamicPartitionsDefinition(name="letters")
+
+
+@dg.multi_asset(specs=[dg.AssetSpec("first"), dg.AssetSpec("second")], partitions_def=letters, can_subset=True)
+def two_assets(context: dg.AssetExecutionContext):
+    for key in context.partition_keys:
+        if key == "boom":
+            raise RuntimeError("a bug in the step")
+        for spec in ("first", "second"):
+            yield dg.AssetMaterialization(asset_key=spec, partition=key, metadata={"n": len(key)})
+
+
+job = dg.define_asset_job("letters_job", selection=["first", "second"])
+defs = dg.Definitions(assets=[two_assets], jobs=[job])
+
+
+@pytest.fixture
+def repository_instance(tmp_path, monkeypatch):
+    """A Dagster instance from the repository's own dagster.yaml, as `make dev` creates it."""
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    with dg.DagsterInstance.get() as instance:
+        yield instance
+
+
+def materialization(key: str, partition: str, run_id: str = RUN_ID) -> EventLogEntry:
+    event = DagsterEvent(
+        DagsterEventType.ASSET_MATERIALIZATION.value,
+        "letters_job",
+        event_specific_data=StepMaterializationData(
+            dg.AssetMaterialization(asset_key=key, partition=partition, metadata={"partition": partition})
+        ),
+    )
+    return EventLogEntry(
+        error_info=None, level=20, user_message="", run_id=run_id, timestamp=time.time(), dagster_event=event
+    )
+
+
+def run_range(instance, keys: list[str]):
+    instance.add_dynamic_partitions("letters", keys)
+    return defs.resolve_job_def("letters_job").execute_in_process(
+        instance=instance,
+        tags={"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]},
+        raise_on_error=False,
+    )
+
+
+def test_the_repository_instance_stores_a_batched_run_as_dagster_reads_it(repository_instance):
+    assert isinstance(repository_instance.event_log_storage, PooledSqliteEventLogStorage)
+    keys = ["a", "b", "c"]
+    result = run_range(repository_instance, keys)
+    assert result.success
+    for asset in ("first", "second"):
+        key = dg.AssetKey(asset)
+        assert repository_instance.get_materialized_partitions(key) == set(keys)
+        # The planned events, stored as one batch, are still one per partition: the UI marks each
+        # partition of a failed run as failed from them.
+        planned = repository_instance.get_event_records(
+            dg.EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION_PLANNED, asset_key=key)
+        )
+        assert sorted(r.event_log_entry.dagster_event.event_specific_data.partition for r in planned) == keys
+    run_events = {e.dagster_event_type for e in repository_instance.all_logs(result.run_id) if e.is_dagster_event}
+    assert {DagsterEventType.RUN_SUCCESS, DagsterEventType.ASSET_MATERIALIZATION_PLANNED} <= run_events
+    assert repository_instance.get_run_by_id(result.run_id).status == dg.DagsterRunStatus.SUCCESS
+
+
+def test_a_failed_run_shows_its_partitions_failed(repository_instance):
+    """What the UI's partition bar shows: Dagster derives failed partitions from the planned events."""
+    from dagster._core.storage.partition_status_cache import get_and_update_asset_status_cache_value
+
+    assert run_range(repository_instance, ["a"]).success
+    assert not run_range(repository_instance, ["boom", "d"]).success
+    status = get_and_update_asset_status_cache_value(
+        repository_instance, dg.AssetKey("first"), letters, dynamic_partitions_loader=repository_instance
+    )
+    assert set(status.deserialize_failed_partition_subsets(letters).get_partition_keys()) == {"boom", "d"}
+    assert repository_instance.get_materialized_partitions(dg.AssetKey("first")) == {"a"}
+
+
+def test_a_batch_of_mixed_events_stores_every_event(tmp_path):
+    storage = PooledSqliteEventLogStorage(str(tmp_path))
+    log_line = EventLogEntry(
+        error_info=None, level=20, user_message="hello", run_id=RUN_ID, timestamp=time.time(), dagster_event=None
+    )
+    other_run = "9" * 8 + "-0000-0000-0000-" + "9" * 12
+    batch = [
+        materialization("first", "x"),
+        log_line,
+        materialization("first", "y"),
+        materialization("first", "z", other_run),
+    ]
+    storage.store_event_batch(batch)
+    assert [e.user_message for e in storage.get_logs_for_run(RUN_ID)][1] == "hello"
+    assert len(storage.get_logs_for_run(RUN_ID)) == 3
+    assert len(storage.get_logs_for_run(other_run)) == 1
+    records = storage.get_event_records(
+        dg.EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION, asset_key=dg.AssetKey("first"))
+    )
+    assert sorted(r.partition_key for r in records) == ["x", "y", "z"]
+    storage.dispose()
+
+
+WRITER = """
+import os, signal, sys
+sys.path.insert(0, {repo!r})
+from tests.instance.test_event_log import materialization
+from ud_assets.instance.event_log import PooledSqliteEventLogStorage
+storage = PooledSqliteEventLogStorage({base_dir!r})
+for i in range({count}):
+    storage.store_event(materialization("first", f"p{{i}}"))
+print("stored", flush=True)
+os.kill(os.getpid(), signal.SIGKILL)  # no close, no checkpoint: only what each commit made durable
+"""
+
+
+def test_a_writer_killed_after_its_commits_loses_none_of_them(tmp_path):
+    count = 40
+    process = subprocess.run(
+        [sys.executable, "-c", WRITER.format(repo=str(REPO), base_dir=str(tmp_path), count=count)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert process.returncode == -signal.SIGKILL, process.stderr
+    assert process.stdout.strip() == "stored"
+    assert (tmp_path / f"{RUN_ID}.db-wal").exists()  # the commits were never checkpointed
+    storage = PooledSqliteEventLogStorage(str(tmp_path))
+    assert len(storage.get_logs_for_run(RUN_ID)) == count
+    records = storage.get_event_records(
+        dg.EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION, asset_key=dg.AssetKey("first")), limit=1000
+    )
+    assert {r.partition_key for r in records} == {f"p{i}" for i in range(count)}
+    storage.dispose()
+
+
+def test_a_watcher_of_the_run_hears_each_new_event(tmp_path):
+    """The UI's live run log waits for the run's .db file to change: with the WAL kept open, each
+    commit touches it instead."""
+    writer = PooledSqliteEventLogStorage(str(tmp_path))
+    writer.store_event(materialization("first", "before"))  # the run's shard exists before the watch
+    reader = PooledSqliteEventLogStorage(str(tmp_path))
+    heard: list[str] = []
+    three = threading.Event()
+
+    def callback(entry, _cursor):
+        heard.append(entry.dagster_event.event_specific_data.materialization.partition)
+        if len(heard) == 3:
+            three.set()
+
+    reader.watch(RUN_ID, str(EventLogCursor.from_storage_id(1)), callback)  # after the first event
+    try:
+        for partition in ("x", "y", "z"):
+            writer.store_event(materialization("first", partition))
+            time.sleep(0.2)
+        assert three.wait(15), f"the watcher heard only {heard}"
+        assert heard == ["x", "y", "z"]
+    finally:
+        reader.dispose()
+        writer.dispose()
+
+
+def test_without_base_dir_it_uses_the_folder_of_dagsters_default(tmp_path, monkeypatch):
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    storage = PooledSqliteEventLogStorage.from_config_value(None, {})
+    assert Path(storage._base_dir) == tmp_path / "history" / "runs"
+    monkeypatch.delenv("DAGSTER_HOME")
+    with pytest.raises(ValueError, match="DAGSTER_HOME"):
+        PooledSqliteEventLogStorage.from_config_value(None, {})
+    assert os.environ.get("DAGSTER_EVENT_BATCH_SIZE")
