@@ -17,7 +17,7 @@ APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc c
 PYTEST_ARGS ?=
 LIBRARY_DOCUMENTS ?= 1000000
 
-.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env cluster-up cluster-down cluster-env bench parity screenshots snapshot dagster-home clean
+.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env cluster-up cluster-down cluster-env bench bench-setup parity screenshots snapshot dagster-home clean
 
 help:
 	@echo "make demo    set up, then decode sample documents through the asset graph (embedded librarian)"
@@ -26,7 +26,8 @@ help:
 	@echo "make dev     open the Dagster UI on http://127.0.0.1:3000"
 	@echo "make cluster-up  the multi-process deployment: Dagster on PostgreSQL + Celery workers, 3 Cassandra nodes, MinIO on 4 drives"
 	@echo "make cluster-env  its exports (eval \"\$$(make -s cluster-env)\"); make cluster-down stops it"
-	@echo "make bench   benchmark against the bare library (CORPUS=DIR OUT=FILE)"
+	@echo "make bench   benchmark against the bare library and unstructured-ingest (CORPUS=DIR OUT=FILE)"
+	@echo "make bench-setup  only the peer's own environment (.venv-ingest: unstructured-ingest)"
 	@echo "make parity CORPUS=DIR  bare unstructured and the decoder side by side on every file of DIR"
 	@echo "make screenshots  decode the samples in a fresh dagster dev, write docs/screenshots/*.png"
 
@@ -93,10 +94,32 @@ test-fast: setup lint
 snapshot: setup
 	$(PY) -m tests.defs.test_definitions
 
+# The peer the bench compares with (bench.ingest): unstructured-ingest in a virtual environment of
+# its own, so its dependencies never touch the project's. Constrained to uv.lock's versions, so it
+# decodes with the same unstructured (and pdfminer, spaCy model, ...) as the graph; rebuilt when
+# the lock changes. Everything is installed here: the bench runs it offline.
+INGEST_VENV := .venv-ingest
+INGEST_VERSION := 1.12.0
+INGEST_STAMP := $(INGEST_VENV)/.installed
+bench-setup: $(INGEST_STAMP)
+
+$(INGEST_STAMP): uv.lock packaging/en_core_web_sm/pyproject.toml
+	@command -v uv >/dev/null 2>&1 || python3 -m pip install -q "uv==0.13.9"
+	@echo "bench-setup: unstructured-ingest $(INGEST_VERSION) into $(INGEST_VENV)"
+	@rm -rf $(INGEST_VENV) && uv venv -q --python $(PYTHON_VERSION) $(INGEST_VENV)
+	@uv export --frozen --no-hashes --no-emit-project --no-emit-local --format requirements.txt -q \
+	  -o $(INGEST_VENV)/constraints.txt
+	@unstructured=$$(sed -n 's/^unstructured==\([^ ;]*\).*/\1/p' $(INGEST_VENV)/constraints.txt); \
+	uv pip install -q --python $(INGEST_VENV)/bin/python -c $(INGEST_VENV)/constraints.txt \
+	  "unstructured-ingest==$(INGEST_VERSION)" "unstructured[all-docs]==$$unstructured" ./packaging/en_core_web_sm
+	@DO_NOT_TRACK=true $(INGEST_VENV)/bin/python -c "import en_core_web_sm, magic, unstructured_ingest" \
+	  || { echo "bench-setup: unstructured-ingest, the offline spaCy model or libmagic missing"; exit 1; }
+	@touch $@
+
 CORPUS ?=
 OUT ?= bench-out/bench.json
 BENCH_ARGS ?=
-bench: setup services-up
+bench: setup services-up bench-setup
 	@eval "$$(scripts/services/env.sh)" && $(PY) -m bench $(if $(CORPUS),--corpus $(CORPUS)) --out $(OUT) $(BENCH_ARGS)
 	@$(PY) -m bench.library --documents $(LIBRARY_DOCUMENTS) --out $(dir $(OUT))library.json
 

@@ -183,10 +183,22 @@ class Runner:
             raise RuntimeError(f"benchmark worker {kind!r} failed (exit {process['exit_code']}); see {self.log_path}")
         return {**json.loads(result_path.read_text()), "process": process}
 
-    def command(self, name: str, command: list[str], poll_memory: bool = False) -> dict:
-        process = Child(name, command, self.env, str(self.workdir), self.log_path, poll_memory).run()
-        if process["exit_code"] != 0:
-            raise RuntimeError(f"{name} failed (exit {process['exit_code']}); see {self.log_path}")
+    def command(
+        self,
+        name: str,
+        command: list[str],
+        poll_memory: bool = False,
+        env: dict | None = None,
+        log_path: Path | None = None,
+        check: bool = True,
+    ) -> dict:
+        """Run any command as a measured child. env replaces the runner's; log_path gets its output
+        instead of children.log (to read it afterwards); check=False: a non-zero exit is a result
+        (exit_code), not an error, for programs that exit non-zero when some inputs failed."""
+        log_path = log_path or self.log_path
+        process = Child(name, command, self.env if env is None else env, str(self.workdir), log_path, poll_memory).run()
+        if check and process["exit_code"] != 0:
+            raise RuntimeError(f"{name} failed (exit {process['exit_code']}); see {log_path}")
         return {"process": process}
 
 

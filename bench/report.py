@@ -50,6 +50,15 @@ TARGETS = (
         40,
         "small documents: median of (graph document time - bare partition time), UD_PARSE_WORKERS=1",
     ),
+    # The peer: what a user runs instead (bench.ingest). Both fresh processes, timed from launch:
+    # the graph does more (librarian, sections, chunks, triples), and still has to be faster.
+    Target("graph_vs_ingest", "max", 0.9, "graph_total_s / unstructured-ingest's ingest_s (both from launch)"),
+    Target(
+        "small_graph_vs_ingest",
+        "max",
+        0.9,
+        "small documents: graph_total_s (default parse workers) / unstructured-ingest's ingest_s",
+    ),
 )
 
 
@@ -96,7 +105,8 @@ def figures_and_verdicts(figures: dict) -> dict:
     """The ratios of the targets from the measured figures, each with its verdict.
 
     figures needs: graph_s, raw_warm_s, upload_to_triples_s, cold_partition_s,
-    large_pdf_graph_peak_rss_mb, large_pdf_bare_peak_rss_mb, triples_per_s (any may be None).
+    large_pdf_graph_peak_rss_mb, large_pdf_bare_peak_rss_mb, triples_per_s, graph_total_s, ingest_s,
+    the small documents' small_* counterparts (any may be missing or None: that verdict is n/a).
     """
     values = {
         "graph_vs_raw": ratio(figures.get("graph_s"), figures.get("raw_warm_s")),
@@ -108,6 +118,8 @@ def figures_and_verdicts(figures: dict) -> dict:
         "small_graph_vs_raw_1worker": ratio(figures.get("small_graph_1worker_s"), figures.get("small_raw_warm_s")),
         "small_graph_vs_raw": ratio(figures.get("small_graph_s"), figures.get("small_raw_warm_s")),
         "small_overhead_median_ms": figures.get("small_overhead_median_ms"),
+        "graph_vs_ingest": ratio(figures.get("graph_total_s"), figures.get("ingest_s")),
+        "small_graph_vs_ingest": ratio(figures.get("small_graph_total_s"), figures.get("small_ingest_s")),
     }
     return {
         t.figure: {
@@ -153,12 +165,22 @@ ROWS = (
     ("large_pdf_bare_tree_pss_mb", "peak PSS, bare partition() on the large PDF", " MB"),
     ("large_pdf_pss_ratio", "PSS ratio graph / bare on the large PDF", "x"),
     ("triples_per_s", "triples_per_s (Cassandra insert)", "/s"),
+    ("ingest_s", "ingest_s (unstructured-ingest CLI, fresh process)", " s"),
+    ("ingest_peak_rss_mb", "peak RSS, unstructured-ingest over the corpus", " MB"),
+    ("ingest_written", "unstructured-ingest: documents written", ""),
+    ("ingest_empty", "unstructured-ingest: of those, without elements", ""),
+    ("ingest_failed", "unstructured-ingest: documents failed", ""),
     ("small_documents", "small documents (generated, every format)", ""),
     ("small_raw_warm_s", "small documents: bare partition loop, warm", " s"),
     ("small_graph_1worker_s", "small documents: graph, UD_PARSE_WORKERS=1", " s"),
     ("small_graph_s", "small documents: graph, default parse workers", " s"),
     ("small_overhead_median_ms", "small documents: overhead per document, median", " ms"),
     ("small_overhead_p95_ms", "small documents: overhead per document, p95", " ms"),
+    ("small_graph_total_s", "small documents: graph, default workers, fresh process", " s"),
+    ("small_ingest_s", "small documents: unstructured-ingest CLI, fresh process", " s"),
+    ("small_ingest_written", "small documents: unstructured-ingest, documents written", ""),
+    ("small_ingest_empty", "small documents: unstructured-ingest, of those without elements", ""),
+    ("small_ingest_failed", "small documents: unstructured-ingest, documents failed", ""),
 )
 
 UNITS = {"triples_per_s": "/s", "small_overhead_median_ms": " ms"}  # the rest are ratios

@@ -17,10 +17,16 @@ on the system-wide monotonic clock, its peak RSS read with os.wait4:
   process, against cold_partition_s: `python -c "...partition(filename=F, strategy='fast')"`.
 - peak RSS of the graph on the large PDF vs bare partition() on it, each in its own process.
 - triples_per_s: generated quads inserted with the project's Cassandra triple store.
+- ingest_s: the peer users would pick instead, `unstructured-ingest local --strategy fast
+  --num-processes N` (N = the graph's parse workers) over the same folder, from its own virtual
+  environment (make bench-setup), offline, wall time from launch to exit (bench.ingest), against
+  graph_total_s; the same for the small documents (small_ingest_s, small_graph_total_s).
+  --no-ingest skips it.
 
 Targets: graph_s / raw_warm_s <= 1.25; upload_to_triples_s / cold_partition_s <= 1.5; large-PDF
-peak RSS graph / bare <= 1.5; triples_per_s >= 5000. All figures go to --out as JSON; a short table
-is printed. Everything the run created on the servers (workspaces, keyspaces, bucket) is removed.
+peak RSS graph / bare <= 1.5; triples_per_s >= 5000; graph_total_s / ingest_s <= 0.9 (and for the
+small documents). All figures go to --out as JSON; a short table is printed. Everything the run
+created on the servers (workspaces, keyspaces, bucket) is removed.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 from bench import corpus as corpus_mod
+from bench import ingest as ingest_mod
 from bench import report
 from bench.processes import CHILD_ENV, Runner, cold_partition_command
 from bench.services import Footprint
@@ -146,7 +153,7 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
     env = {**os.environ, **CHILD_ENV, "UD_BATCH_SIZE": str(len(keys) + 1)}
     env.pop("UD_WORKSPACE", None)
     runner = Runner(workdir, env)
-    samples: dict[str, list] = {"raw": [], "graph": [], "upload": [], "cold": []}
+    samples: dict[str, list] = {"raw": [], "graph": [], "upload": [], "cold": [], "ingest": []}
     warmup_key = "ud-bench-warmup.pdf"  # its own workspace, and a name no corpus file is likely to have
 
     for round_ in range(1, args.repeat + 1):
@@ -171,6 +178,8 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
                 dagster=True,
             )
         )
+        if args.ingest:
+            samples["ingest"].append(run_ingest(args, runner, folder, paths, workdir / f"ingest-{round_}", suffix))
 
         log(f"cold: python -c partition({upload_file.name}){suffix}")
         samples["cold"].append(runner.command("cold_partition", cold_partition_command(str(upload_file))))
@@ -235,11 +244,31 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
     return result
 
 
+def parse_workers(env: dict) -> int:
+    """The graph's parses at once in a worker run with env (UD_PARSE_WORKERS, else Limits' default)."""
+    from ud_assets.decoding.limits import Limits
+
+    return Limits.from_env(env).workers
+
+
+def run_ingest(args, runner: Runner, folder: Path, paths: list[Path], run_dir: Path, suffix: str) -> dict:
+    """The peer over folder, with as many processes as the graph run beside it had parse workers."""
+    workers = parse_workers(runner.env)
+    log(f"ingest: unstructured-ingest --num-processes {workers} over {len(paths)} files{suffix}")
+    sample = ingest_mod.run(runner, args.ingest, folder, [p.name for p in paths], run_dir, workers, args.isolate)
+    log(
+        f"ingest: {sample['process']['wall_s']:.1f} s, wrote {sample['written']} of {sample['documents']} "
+        f"({len(sample['empty'])} without elements), {sample['failed']} failed (exit {sample['process']['exit_code']})"
+    )
+    return sample
+
+
 def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
     """Many small ordinary documents: the graph's fixed cost per document, which a library pays.
 
     Each round: the bare partition() loop, then the graph with one parse worker (nothing hidden by
-    parallelism) and with the default workers, each in a warm worker over a fresh workspace."""
+    parallelism) and with the default workers, each in a warm worker over a fresh workspace, then
+    unstructured-ingest with as many processes as the default workers."""
     folder = workdir / "small"
     log(f"small documents: generating {args.small_docs} (every format, 1-3 pages or screens each)")
     generated = corpus_mod.generate_small(folder, args.small_docs)
@@ -252,7 +281,7 @@ def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
         "1worker": Runner(workdir, {**small_env, "UD_PARSE_WORKERS": "1"}),
         "default": Runner(workdir, {k: v for k, v in small_env.items() if k != "UD_PARSE_WORKERS"}),
     }
-    samples: dict[str, list] = {"raw": [], "1worker": [], "default": []}
+    samples: dict[str, list] = {"raw": [], "1worker": [], "default": [], "ingest": []}
     for round_ in range(1, args.repeat + 1):
         suffix = f" (round {round_}/{args.repeat})" if args.repeat > 1 else ""
         log(f"small documents: partition() over {len(paths)} files in one warm process{suffix}")
@@ -277,6 +306,10 @@ def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
                     dagster=True,
                 )
             )
+        if args.ingest:
+            samples["ingest"].append(
+                run_ingest(args, runners["default"], folder, paths, workdir / f"small-ingest-{round_}", suffix)
+            )
     return compute_small(samples, keys, generated)
 
 
@@ -284,11 +317,11 @@ def compute_small(samples: dict, keys: dict, generated: list[dict]) -> dict:
     name_to_key = {path.name: key for key, path in keys.items()}
     raw_file_s = {name_to_key.get(e["file"], e["file"]): e["s"] for e in samples["raw"][-1]["files"]}
     overheads = report.overheads_ms(samples["1worker"][-1]["corpus"]["document_s"], raw_file_s)
-    undecoded = {
-        name: {k: v for s in runs for k, v in s["corpus"]["failures"].items()}
-        for name, runs in samples.items()
-        if name != "raw"
-    }
+    graph_runs = ("1worker", "default")
+    undecoded = {name: {k: v for s in samples[name] for k, v in s["corpus"]["failures"].items()} for name in graph_runs}
+    ingest = ingest_mod.summary(samples["ingest"]) if samples.get("ingest") else None
+    # From the worker's launch to the run's end, as graph_total_s: the graph's side of the peer comparison.
+    small_total = [s["corpus"]["done_at"] - s["process"]["launched_at"] for s in samples["default"]]
     figures = {
         "small_documents": len(keys),
         "small_raw_warm_s": report.median([s["loop_s"] for s in samples["raw"]]),
@@ -296,6 +329,11 @@ def compute_small(samples: dict, keys: dict, generated: list[dict]) -> dict:
         "small_graph_s": report.median([s["corpus"]["run_s"] for s in samples["default"]]),
         "small_overhead_median_ms": report.median(list(overheads)),
         "small_overhead_p95_ms": report.percentile(overheads, 0.95),
+        "small_graph_total_s": report.median(small_total),
+        "small_ingest_s": ingest["ingest_s"] if ingest else None,
+        "small_ingest_written": ingest["written"] if ingest else None,
+        "small_ingest_empty": ingest["empty"] if ingest else None,
+        "small_ingest_failed": ingest["failed"] if ingest else None,
     }
     return {
         "figures": figures,
@@ -309,9 +347,14 @@ def compute_small(samples: dict, keys: dict, generated: list[dict]) -> dict:
             samples["1worker"][-1]["corpus"]["run_s"],
             samples["1worker"][-1]["corpus"].get("parse_wait_s", {}),
         ),
+        "ingest": ingest,
         "samples": {
-            name: [s.get("corpus", {}).get("run_s", s.get("loop_s")) for s in runs] for name, runs in samples.items()
+            "raw": [s["loop_s"] for s in samples["raw"]],
+            **{name: [s["corpus"]["run_s"] for s in samples[name]] for name in graph_runs},
+            "default_total": small_total,
+            "ingest": [s["process"]["wall_s"] for s in samples.get("ingest", [])],
         },
+        "ingest_runs": samples.get("ingest", []),
     }
 
 
@@ -322,6 +365,8 @@ def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, c
     graph_total = [s["corpus"]["done_at"] - s["process"]["launched_at"] for s in samples["graph"]]
     upload = [s["done_at"] - s["process"]["launched_at"] for s in samples["upload"]]
     cold = [s["process"]["wall_s"] for s in samples["cold"]]
+    ingest_runs = samples.get("ingest", [])
+    ingest = ingest_mod.summary(ingest_runs) if ingest_runs else None
     figures = {
         "raw_warm_s": report.median(raw_warm),
         "graph_s": report.median(graph_warm),
@@ -340,6 +385,11 @@ def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, c
         "triples_per_s": report.rate(triples["quads"], triples["insert_s"]),
         "triples_inserted": triples["quads"],
         "triples_insert_s": triples["insert_s"],
+        "ingest_s": ingest["ingest_s"] if ingest else None,
+        "ingest_peak_rss_mb": ingest["peak_rss_mb"] if ingest else None,
+        "ingest_written": ingest["written"] if ingest else None,
+        "ingest_empty": ingest["empty"] if ingest else None,
+        "ingest_failed": ingest["failed"] if ingest else None,
     }
     figures["graph_vs_raw_including_startup"] = report.ratio(figures["graph_total_s"], figures["raw_total_s"])
     figures["large_pdf_pss_ratio"] = report.ratio(
@@ -391,6 +441,21 @@ def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, c
         "their image attachments (the graph splits them off, decodes text attachments and stores images).",
         "The graph decodes with strategy 'auto' (text PDFs run 'fast'), like a real run; the raw loop with 'fast'.",
     ]
+    if ingest:
+        notes.append(
+            f"ingest_s: `unstructured-ingest local --strategy fast --num-processes {ingest['workers']}` "
+            "(as many processes as the graph's parse workers) over the corpus folder, from launch to exit, in its "
+            "own virtual environment, offline"
+            + (" (in a network namespace without network)" if ingest["network_isolated"] else "")
+            + "; it writes one JSON of elements per document and no more (no librarian, sections, chunks or "
+            "triples). graph_vs_ingest compares it with graph_total_s (launch to the run's end). E-mails: it "
+            "partitions them with their attachments, which the fast strategy refuses (an empty output)."
+        )
+        if ingest["failed"]:
+            notes.append(
+                f"unstructured-ingest wrote nothing for {ingest['failed']} of {ingest['documents']} documents: "
+                f"{json.dumps(ingest['failures'])[:500]}"
+            )
     for number, sample in enumerate(samples["graph"], start=1):
         run = sample["corpus"]
         if not run.get("success", True) or run.get("decoded", run.get("documents")) != run.get("documents"):
@@ -417,6 +482,7 @@ def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, c
             ("graph_s", graph_warm),
             ("upload_to_triples_s", upload),
             ("cold_partition_s", cold),
+            ("ingest_s", [s["process"]["wall_s"] for s in ingest_runs]),
         )
     }
     return {
@@ -433,8 +499,10 @@ def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, c
             "graph_total_s": graph_total,
             "upload_to_triples_s": upload,
             "cold_partition_s": cold,
+            "ingest_s": [s["process"]["wall_s"] for s in ingest_runs],
             "spread": spreads,
         },
+        "ingest": ingest,
         "details": {
             "raw": samples["raw"],
             "graph": samples["graph"],
@@ -443,6 +511,7 @@ def compute(samples: dict, large_graph: dict, large_bare: dict, triples: dict, c
             "large_pdf_graph": large_graph,
             "large_pdf_bare": large_bare,
             "triples": triples,
+            "ingest": ingest_runs,
         },
         "notes": notes,
     }
@@ -503,13 +572,31 @@ def main(argv: list[str] | None = None) -> int:
         default=corpus_mod.SMALL_CORPUS_SIZE,
         help="also measure a generated corpus of this many small documents (0: skip)",
     )
+    parser.add_argument(
+        "--no-ingest", action="store_true", help="skip the peer, unstructured-ingest (needs make bench-setup)"
+    )
+    parser.add_argument(
+        "--ingest-venv",
+        type=Path,
+        default=ingest_mod.INGEST_VENV,
+        help="the peer's virtual environment (default: .venv-ingest, built by make bench-setup)",
+    )
     parser.add_argument("--keep-workdir", action="store_true", help="keep the temp folder (corpus, child logs)")
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.triples < 2:
         parser.error("--repeat must be >= 1 and --triples >= 2")
+    args.ingest, args.isolate = None, []
+    if not args.no_ingest:
+        missing = ingest_mod.missing_message(args.ingest_venv)
+        if missing:
+            raise SystemExit(f"bench: {missing}")
+        args.ingest = ingest_mod.executable(args.ingest_venv)
+        args.isolate = ingest_mod.network_isolation()
     check_services()
 
     env_info = environment()
+    if args.ingest:
+        env_info["peer"] = {**ingest_mod.versions(args.ingest_venv), "network_isolated": bool(args.isolate)}
     workdir = Path(tempfile.mkdtemp(prefix="udbench-"))
     footprint = Footprint()
     log(f"bucket {footprint.bucket}, workspaces udbench_{footprint.tag}_*, work folder {workdir}")
@@ -541,17 +628,19 @@ def main(argv: list[str] | None = None) -> int:
     rows = report.table_rows(result["figures"], result["targets"])
     markdown_path = out_path.with_suffix(".md")
     c = result["corpus"]
+    peer = env_info.get("peer")
+    peer_text = f", peer: unstructured-ingest {peer['unstructured-ingest']}" if peer else ", peer not measured"
     markdown_path.write_text(
         f"Measured {env_info['date'][:10]} on {env_info['cpu_count']} CPUs (Python {env_info['python']}, unstructured "
         f"{env_info['unstructured']}, Dagster {env_info['dagster']}), corpus: {c['files']} files of {c['format_count']} "
-        f"formats, {c['pdf_pages']} PDF pages; medians of {args.repeat} round(s).\n\n"
+        f"formats, {c['pdf_pages']} PDF pages{peer_text}; medians of {args.repeat} round(s).\n\n"
         + report.markdown_table(rows)
         + "\n"
     )
     print()
     print(
         f"ud bench, {env_info['date']}: {env_info['cpu_count']} CPUs, Python {env_info['python']}, "
-        f"unstructured {env_info['unstructured']}, dagster {env_info['dagster']}"
+        f"unstructured {env_info['unstructured']}, dagster {env_info['dagster']}{peer_text}"
     )
     c = result["corpus"]
     print(

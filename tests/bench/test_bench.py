@@ -67,6 +67,8 @@ def test_the_targets_of_the_issues():
         "small_graph_vs_raw_1worker": ("max", 1.10),
         "small_graph_vs_raw": ("max", 0.75),
         "small_overhead_median_ms": ("max", 40),
+        "graph_vs_ingest": ("max", 0.9),
+        "small_graph_vs_ingest": ("max", 0.9),
     }
 
 
@@ -113,6 +115,8 @@ def test_figures_and_verdicts():
         "small_graph_vs_raw_1worker": "n/a",  # no small-documents figures given
         "small_graph_vs_raw": "n/a",
         "small_overhead_median_ms": "n/a",
+        "graph_vs_ingest": "n/a",  # no peer figures given
+        "small_graph_vs_ingest": "n/a",
     }
     assert verdicts["graph_vs_raw"]["value"] == pytest.approx(1.2)
     assert verdicts["upload_vs_cold"]["value"] == pytest.approx(1.8)
@@ -180,6 +184,8 @@ def test_compute_takes_medians_and_measures_from_launch(tmp_path):
         "small_graph_vs_raw_1worker": "n/a",  # measured by measure_small, not here
         "small_graph_vs_raw": "n/a",
         "small_overhead_median_ms": "n/a",
+        "graph_vs_ingest": "n/a",  # measured with --no-ingest
+        "small_graph_vs_ingest": "n/a",
     }
     assert out["per_file"][0] == {"file": "a.pdf", "raw_s": 2.0, "graph_document_s": 3.0, "ratio": 1.5}
     assert out["samples"]["spread"]["graph_s"] == pytest.approx(2 / 13)
@@ -217,15 +223,21 @@ def test_table_rows_end_with_the_verdicts():
         "small_graph_1worker_s": 12.0,
         "small_graph_s": 7.0,
         "small_overhead_median_ms": 35.0,
+        "graph_total_s": 40.0,
+        "ingest_s": 50.0,
+        "small_graph_total_s": 30.0,
+        "small_ingest_s": 30.0,
     }
     rows = report.table_rows(figures, report.figures_and_verdicts(figures))
-    assert len(rows) == len(report.ROWS) + 7
-    assert [r[3] for r in rows[-7:]] == ["PASS", "PASS", "PASS", "PASS", "FAIL", "PASS", "PASS"]
-    assert rows[-7][1:] == ("1.25x", "<= 1.25x", "PASS")
-    assert rows[-4][1:] == ("6,000/s", ">= 5000", "PASS")
-    assert rows[-3][1:] == ("1.20x", "<= 1.1x", "FAIL")
-    assert rows[-1][1:] == ("35.00 ms", "<= 40ms", "PASS")
-    assert all(r[2] == r[3] == "" for r in rows[:-7])
+    assert len(rows) == len(report.ROWS) + 9
+    assert [r[3] for r in rows[-9:]] == ["PASS", "PASS", "PASS", "PASS", "FAIL", "PASS", "PASS", "PASS", "FAIL"]
+    assert rows[-9][1:] == ("1.25x", "<= 1.25x", "PASS")
+    assert rows[-6][1:] == ("6,000/s", ">= 5000", "PASS")
+    assert rows[-5][1:] == ("1.20x", "<= 1.1x", "FAIL")
+    assert rows[-3][1:] == ("35.00 ms", "<= 40ms", "PASS")
+    assert rows[-2][1:] == ("0.80x", "<= 0.9x", "PASS")
+    assert rows[-1][1:] == ("1.00x", "<= 0.9x", "FAIL")
+    assert all(r[2] == r[3] == "" for r in rows[:-9])
 
 
 def test_table_columns_are_aligned():
