@@ -13,6 +13,7 @@ naming them, so their partitions show as failed with the cause.
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from functools import partial
 from importlib.metadata import version as package_version
 from typing import Any
@@ -166,22 +167,26 @@ def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions,
         )
 
 
+def store_workers() -> int:
+    """Documents of a batch stored at once (UD_STORE_WORKERS, default 4)."""
+    return max(1, int(os.environ.get("UD_STORE_WORKERS", "4")))
+
+
 def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, version, ahead, outcomes, failures):
+    """Each document through the stages, several at once; their materializations as each finishes.
+
+    A small document's storage is mostly waiting for round trips (object PUTs, Cassandra writes,
+    the generation's commit): `store_workers()` documents are stored side by side, while the
+    parse-ahead children parse the next ones, so a batch costs about its parsing, not the sum of
+    every document's storage latency. A bug of ours in any document stops new ones being started;
+    those already running finish and are materialized, then the run fails with the bug."""
     from ud_assets.processing.generations import record_failure
     from ud_assets.processing.runner import process_document
 
-    # Parsed ahead, documents come back as their parses finish (largest started first).
-    order = ahead.in_completion_order(keys) if ahead is not None else keys
-    last_progress = 0.0
-    for index, key in enumerate(order, start=1):
+    def store(key: str) -> tuple[Outcome, float]:
         started = time.perf_counter()
-        # Every log line is a stored event (milliseconds each): a batch of small documents says
-        # where it is every few seconds, not once per document.
-        if index in (1, len(keys)) or started - last_progress >= PROGRESS_EVERY_S:
-            context.log.info(f"[{index}/{len(keys)}] {key}")
-            last_progress = started
         try:
-            outcome = _with_retries(
+            return _with_retries(
                 partial(
                     process_document,
                     lib,
@@ -195,42 +200,82 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
                     ahead=ahead,
                 ),
                 context,
-            )
-        except MissingInput as missing:
-            # The selection lacks a stage whose output is not stored: the person's next step, not a bug.
-            raise dg.Failure(description=str(missing), allow_retries=False) from None
-        except DocumentFailed as failure:
-            failures.append(failure)
-            context.log.error(f"document {failure}")
-            try:
-                if not failure.known:
-                    record_failure(lib, key, failure)
-            except Exception as exc:  # the ledger must not hide the document's own error
-                context.log.warning(f"could not record the failure of {key}: {exc}")
-            continue
-        outcomes.append(outcome)
-        elapsed = round(time.perf_counter() - started, 3)
-        if outcome.repaired:
-            context.log.warning(
-                f"{key}: the stored generation was incomplete ({'; '.join(outcome.repaired)}); rewritten"
-            )
-        if outcome.skipped:
-            context.log.info(f"{key} is up to date (generation {outcome.fingerprint[:12]}): nothing decoded again")
-        for stage in stages:
-            values = outcome.metadata(stage)
-            metadata = (
-                stage_metadata(stage, outcome, values)
-                if values is not None
-                else _stored_metadata(context, stage, key, outcome.fingerprint)
-            )
-            metadata["document_id"] = key
-            if outcome.repaired and values is not None:
-                metadata["repaired"] = "; ".join(outcome.repaired)  # the stored generation was incomplete
-            if stage == stages[-1]:
-                metadata["document_s"] = elapsed
-                if ahead is not None:
-                    metadata["parse_wait_s"] = round(ahead.waited.get(key, 0.0), 3)
-            yield dg.AssetMaterialization(asset_key=stage, partition=key, metadata=metadata)
+            ), round(time.perf_counter() - started, 3)
+        finally:
+            if ahead is not None:
+                ahead.release(key)
+
+    # Parsed ahead, documents come back as their parses finish (largest started first).
+    order = ahead.in_completion_order(keys) if ahead is not None else iter(keys)
+    width = store_workers() if len(keys) > 1 else 1
+    running: dict[Future[tuple[Outcome, float]], str] = {}
+    bug: BaseException | None = None
+    last_progress = 0.0
+    with ThreadPoolExecutor(max_workers=width, thread_name_prefix="store") as pool:
+        index = 0
+        while True:
+            if bug is None and len(running) < width:
+                key = next(order, None)
+                if key is not None:
+                    index += 1
+                    now = time.perf_counter()
+                    # Every log line is a stored event: a batch of small documents says where it
+                    # is every few seconds, not once per document.
+                    if index in (1, len(keys)) or now - last_progress >= PROGRESS_EVERY_S:
+                        context.log.info(f"[{index}/{len(keys)}] {key}")
+                        last_progress = now
+                    running[pool.submit(store, key)] = key
+                    continue
+            if not running:
+                break
+            done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for future in done:
+                key = running.pop(future)
+                try:
+                    outcome, elapsed = future.result()
+                except MissingInput as missing:
+                    # The selection lacks a stage whose output is not stored: the person's next
+                    # step, not a bug (every document of the batch lacks the same).
+                    bug = bug or dg.Failure(description=str(missing), allow_retries=False)
+                    continue
+                except DocumentFailed as failure:
+                    failures.append(failure)
+                    context.log.error(f"document {failure}")
+                    try:
+                        if not failure.known:
+                            record_failure(lib, key, failure)
+                    except Exception as exc:  # the ledger must not hide the document's own error
+                        context.log.warning(f"could not record the failure of {key}: {exc}")
+                    continue
+                except Exception as exc:  # a bug of ours: never recorded against the document
+                    bug = bug or exc
+                    continue
+                outcomes.append(outcome)
+                yield from _materializations(context, key, stages, outcome, elapsed, ahead)
+    if bug is not None:
+        raise bug
+
+
+def _materializations(context, key, stages, outcome, elapsed, ahead):
+    if outcome.repaired:
+        context.log.warning(f"{key}: the stored generation was incomplete ({'; '.join(outcome.repaired)}); rewritten")
+    if outcome.skipped:
+        context.log.info(f"{key} is up to date (generation {outcome.fingerprint[:12]}): nothing decoded again")
+    for stage in stages:
+        values = outcome.metadata(stage)
+        metadata = (
+            stage_metadata(stage, outcome, values)
+            if values is not None
+            else _stored_metadata(context, stage, key, outcome.fingerprint)
+        )
+        metadata["document_id"] = key
+        if outcome.repaired and values is not None:
+            metadata["repaired"] = "; ".join(outcome.repaired)  # the stored generation was incomplete
+        if stage == stages[-1]:
+            metadata["document_s"] = elapsed
+            if ahead is not None:
+                metadata["parse_wait_s"] = round(ahead.waited.get(key, 0.0), 3)
+        yield dg.AssetMaterialization(asset_key=stage, partition=key, metadata=metadata)
 
 
 def _stored_metadata(context: dg.AssetExecutionContext, stage: str, key: str, fingerprint: str) -> dict[str, Any]:

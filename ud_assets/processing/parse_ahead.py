@@ -58,7 +58,8 @@ class ParseAhead:
         self.librarian, self.config, self.version, self.force = librarian, config, version, force
         self.window = max(1, workers) + max(0, lookahead)
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="parse-ahead")
-        self._futures: dict[str, Future[Parsed | None]] = {}
+        self._futures: dict[str, Future[Parsed | None]] = {}  # parses running or not yet handed out
+        self._finished: dict[str, Future[Parsed | None]] = {}  # handed out, not yet taken or released
         self.waited: dict[str, float] = {}  # seconds the caller waited for each document's parse
         # A batch is worth warming for every format once, before its first parse (the first
         # parses wait for it): each child then starts with every parser imported.
@@ -71,7 +72,8 @@ class ParseAhead:
     def in_completion_order(self, document_ids: list[str]) -> Iterator[str]:
         """Yields every document id once, each as soon as its background parse has finished.
 
-        The caller processes (and `take`s) each before asking for the next one."""
+        A yielded document's parse waits for its `take` (or `release`, when the document did not
+        need it), possibly from another thread; the caller bounds how many it holds at once."""
         queue = deque(self.largest_first(document_ids))
         while queue or self._futures:
             while queue and len(self._futures) < self.window:
@@ -81,8 +83,8 @@ class ParseAhead:
             # Of those finished, the one started first (dicts keep submission order).
             document_id = next(k for k, future in self._futures.items() if future in done)
             self.waited[document_id] = time.perf_counter() - started
+            self._finished[document_id] = self._futures.pop(document_id)
             yield document_id
-            self._futures.pop(document_id, None)  # not taken: skipped before its elements were needed
 
     def largest_first(self, document_ids: list[str]) -> list[str]:
         """Biggest first, so the longest parse starts at once and the rest fill the other workers.
@@ -104,7 +106,7 @@ class ParseAhead:
         """The parse done ahead for this generation, or None.
 
         A failure of the background parse is raised here, as the parse's own failure."""
-        future = self._futures.pop(document_id, None)
+        future = self._finished.pop(document_id, None) or self._futures.pop(document_id, None)
         if future is None:
             return None
         parsed = future.result()
@@ -133,7 +135,12 @@ class ParseAhead:
         elements = partition_document(data, info, self.config, meta.title or None)
         return Parsed(fingerprint, elements, info.strategy_used, info.notes, dict(info.stats))
 
+    def release(self, document_id: str) -> None:
+        """Forget a handed-out parse that was not taken (the document was skipped or failed first)."""
+        self._finished.pop(document_id, None)
+
     def close(self) -> None:
         for future in self._futures.values():
             future.cancel()
+        self._finished.clear()
         self._pool.shutdown(wait=True)
