@@ -78,6 +78,12 @@ def now_utc() -> datetime:
     return t.replace(microsecond=t.microsecond // 1000 * 1000)
 
 
+def _to_millisecond(t: datetime) -> datetime:
+    """t in UTC, to the millisecond; a naive t is taken as UTC (as the stores take it)."""
+    t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
+    return t.replace(microsecond=t.microsecond // 1000 * 1000)
+
+
 def check_id(id: object, what: str = "document id") -> str:
     if not isinstance(id, str):
         raise LibrarianError(f"{what} must be a string, got {type(id).__name__}")
@@ -335,8 +341,13 @@ class LibrarianService:
             _tags(meta.tags)
             for m in meta.metadata:
                 _metadata_tuple(m)
-            kind = check_kind(meta.kind)  # stored stripped, as add_document stores it
-            checked.append(meta if kind == meta.kind else dataclasses.replace(meta, kind=kind))
+            # Stored as add_document stores them: the kind stripped, the time in UTC to the
+            # millisecond (what both stores keep), so the rows returned are the rows read back.
+            kind = check_kind(meta.kind)
+            time = _to_millisecond(meta.time)
+            if kind != meta.kind or time != meta.time or time.tzinfo is not meta.time.tzinfo:
+                meta = dataclasses.replace(meta, kind=kind, time=time)
+            checked.append(meta)
         registered: list[DocumentMetadata] = []
         for start in range(0, len(checked), REGISTER_BATCH):
             registered += self.documents.register_many(checked[start : start + REGISTER_BATCH])

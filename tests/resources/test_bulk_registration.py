@@ -100,9 +100,12 @@ def test_a_bad_record_stops_the_registration_before_anything_is_written(libraria
     assert librarian.uploads_since(None) == []
 
 
-def test_kind_is_stored_stripped_as_add_document_stores_it(librarian):
-    librarian.register_documents([record(librarian, "padded", kind=" text/plain ")])
-    assert librarian.get_metadata("padded").kind == "text/plain"
+def test_kind_and_time_are_stored_as_add_document_stores_them(librarian):
+    (registered,) = librarian.register_documents(
+        [record(librarian, "padded", kind=" text/plain ", time=datetime(2026, 12, 3, 9, 30, 15, 250999))]
+    )
+    assert registered.kind == "text/plain" and registered.time == T0  # UTC, to the millisecond
+    assert librarian.get_metadata("padded") == registered
 
 
 def test_generations_set_many_at_once_replace_and_page_like_single_ones(librarian, monkeypatch):
