@@ -1,13 +1,18 @@
 """A library of a million documents: what the sensor, the upgrade schedule and listing cost at that size.
 
-    python -m bench.library [--documents 1000000] [--new 100] [--out FILE]   (from the repository root)
+    python -m bench.library [--documents 1000000] [--new 100] [--backend embedded|cassandra|both] [--out FILE]
+    (from the repository root; the cassandra backend needs the servers of `make services-up` and
+    the environment of scripts/services/env.sh)
 
-On the embedded librarian (files + SQLite) in a fresh folder and a fresh Dagster instance:
+On each librarian backend, with a fresh Dagster instance: the embedded one (files + SQLite) in a
+fresh folder, the cassandra one (MinIO + Cassandra) in a workspace and bucket of its own, removed
+at the end whatever happens (bench.services.Footprint). Each backend is measured in a process of
+its own, so that the memory figures of one are not hidden under the other's peak:
 
-1. register N documents: their librarian rows and upload-log events written in batches of
-   10,000 per transaction, their dynamic partitions added 10,000 at a time, and a current
-   generation recorded for each, as after a full decode. No bytes are stored (none of the measured
-   operations reads them), so this is the metadata of a decoded library, not its objects;
+1. register N documents: Librarian.register_documents (rows and their upload-log events) and
+   Librarian.set_generations (a current generation each, as after a full decode), 10,000 a
+   call, the dynamic partitions added 10,000 at a time. No bytes are stored (none of the
+   measured operations reads them), so this is the metadata of a decoded library, not its objects;
 2. the upload sensor's tick over `--new` fresh uploads (real `add_document` calls): target <= 1 s;
 3. the upgrade schedule's evaluation once every generation is stale (a new unstructured version):
    its time (target <= 60 s, a schedule tick's own limit) and the memory it added;
@@ -26,12 +31,15 @@ import argparse
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+
+from bench.services import Footprint
 
 BATCH = 10_000
 KIND = "text/plain"
@@ -51,14 +59,12 @@ def document_id(index: int) -> str:
 
 def register(lib, instance, count: int) -> dict:
     """Rows, upload-log events, partitions and generations of `count` documents, in batches."""
-    from resources.embedded import _ms
-    from resources.model import SOURCE, DocumentMetadata
+    from resources.model import DocumentMetadata
     from resources.records import Generation
     from ud_assets.decoding.model import DECODER_LOGIC_VERSION
     from ud_assets.defs.partitions import documents_partitions
     from ud_assets.defs.schedules import _default_config_json, current_target
 
-    store = lib.documents
     unstructured, decoder, config_json = current_target(_default_config_json())
     assert decoder == DECODER_LOGIC_VERSION
     now = datetime.now(UTC)
@@ -72,53 +78,37 @@ def register(lib, instance, count: int) -> dict:
             )
             for n, i in enumerate(ids, start)
         ]
-        store.upsert_many(metas)
-        with store.db.write() as c:  # the upload log, as add_document writes it, one transaction a batch
-            c.executemany(
-                "INSERT INTO upload_log (workspace, id, event, sha256, time_ms) VALUES (?, ?, 'added', ?, ?)",
-                [(lib.workspace, m.id, m.sha256, _ms(now)) for m in metas],
-            )
+        registered = lib.register_documents(metas)
+        assert len(registered) == len(metas), "the bench's library is fresh: every id is new"
         timings["rows_s"] += time.perf_counter() - began
         began = time.perf_counter()
         instance.add_dynamic_partitions(documents_partitions.name, ids)
         timings["partitions_s"] += time.perf_counter() - began
         began = time.perf_counter()
-        generations = [
-            Generation(
-                document_id=m.id,
-                fingerprint=m.sha256[:32],
-                sha256=m.sha256,
-                unstructured_version=unstructured,
-                decoder_version=decoder,
-                config_json=config_json,
-                elements_object_id=str(uuid.uuid4()),
-                time=now,
-            )
-            for m in metas
-        ]
-        _put_records(store, "generation", lib.workspace, generations)
+        lib.set_generations(
+            [
+                Generation(
+                    document_id=m.id,
+                    fingerprint=m.sha256[:32],
+                    sha256=m.sha256,
+                    unstructured_version=unstructured,
+                    decoder_version=decoder,
+                    config_json=config_json,
+                    elements_object_id=str(uuid.uuid4()),
+                    time=now,
+                )
+                for m in metas
+            ]
+        )
         timings["generations_s"] += time.perf_counter() - began
         if (start // BATCH) % 10 == 9:
             log(f"registered {start + len(ids):,} of {count:,}")
-    assert all(m.document_type == SOURCE for m in metas)
     return {key: round(value, 2) for key, value in timings.items()}
 
 
-def _put_records(store, kind: str, workspace: str, records: list) -> None:
-    """SqliteDocumentStore.put_record, many in one transaction."""
-    from resources.embedded import _to_sql
-    from resources.librarian import record_columns
-
-    cols = record_columns(kind)
-    names = ", ".join(name for name, _ in cols)
-    rows = [(workspace, *[_to_sql(getattr(r, name), t) for name, t in cols]) for r in records]
-    with store.db.write() as c:
-        c.executemany(
-            f"INSERT OR REPLACE INTO record_{kind} (workspace, {names}) VALUES (?, {', '.join('?' * len(cols))})", rows
-        )
-
-
-def measure(home: Path, count: int, new: int) -> dict:
+def measure(home: Path, count: int, new: int, backend: str = "embedded", footprint: Footprint | None = None) -> dict:
+    """The figures of one backend; the cassandra one's workspace and bucket come from `footprint`
+    (the caller removes them)."""
     import dagster as dg
 
     from ud_assets.defs import schedules
@@ -127,16 +117,24 @@ def measure(home: Path, count: int, new: int) -> dict:
     from ud_assets.defs.schedules import reprocess_after_upgrade
     from ud_assets.defs.sensors import librarian_uploads
 
-    resource_ = LibrarianResource(backend="embedded", home=str(home / "ud"))
+    if backend == "embedded":
+        resource_ = LibrarianResource(backend="embedded", home=str(home / "ud"))
+    elif backend == "cassandra" and footprint is not None:
+        resource_ = LibrarianResource(
+            backend="cassandra", workspace=footprint.workspace("library"), bucket=footprint.bucket
+        )
+    else:
+        raise ValueError(f"backend {backend!r} (cassandra needs a footprint)")
     lib = resource_.get()
-    out: dict = {"documents": count, "new_uploads": new}
+    out: dict = {"backend": backend, "documents": count, "new_uploads": new}
     (home / "dagster").mkdir()
     with dg.instance_for_test(temp_dir=str(home / "dagster")) as instance:
-        log(f"registering {count:,} documents (rows, upload log, partitions, generations)")
+        log(f"{backend}: registering {count:,} documents (rows, upload log, partitions, generations)")
         began = time.perf_counter()
         out["register"] = register(lib, instance, count)
         out["register"]["total_s"] = round(time.perf_counter() - began, 2)
-        out["register"]["documents_per_s"] = round(count / out["register"]["total_s"])
+        out["register"]["documents_per_s"] = round(count / max(out["register"]["total_s"], 0.01))
+        out["register_s"] = out["register"]["total_s"]
         log(f"registered in {out['register']['total_s']} s ({out['register']['documents_per_s']:,}/s)")
 
         cursor = _last_cursor(lib, None)
@@ -180,9 +178,9 @@ def measure(home: Path, count: int, new: int) -> dict:
 
         began = time.perf_counter()
         keys = documents_partitions.get_partition_keys(dynamic_partitions_store=instance)
-        out["dagster_partition_keys_s"] = round(time.perf_counter() - began, 2)
+        out["partitions_query_s"] = round(time.perf_counter() - began, 2)
         out["dagster_partitions"] = len(keys)
-        log(f"Dagster's partition query: {len(keys):,} keys in {out['dagster_partition_keys_s']} s")
+        log(f"Dagster's partition query: {len(keys):,} keys in {out['partitions_query_s']} s")
     out["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return out
 
@@ -197,6 +195,40 @@ def _last_cursor(lib, cursor: str | None) -> str | None:
 
 
 TARGETS = {"sensor_tick_s": 1.0, "schedule_plan_s": 60.0}
+BACKENDS = ("embedded", "cassandra")
+
+
+def verdicts(figures: dict) -> dict[str, str]:
+    return {key: "PASS" if figures[key] <= limit else "FAIL" for key, limit in TARGETS.items()}
+
+
+def measure_backend(backend: str, count: int, new: int, footprint: Footprint | None = None) -> dict:
+    """measure() in a fresh folder, and for cassandra in the workspace and bucket of `footprint`
+    (default: a new one), removed after."""
+    with tempfile.TemporaryDirectory(prefix="udlibrary-") as folder:
+        if backend == "embedded":
+            figures = measure(Path(folder), count, new)
+        else:
+            footprint = footprint or Footprint()
+            try:
+                figures = measure(Path(folder), count, new, "cassandra", footprint)
+            finally:
+                log(f"removing workspace {', '.join(footprint.workspaces)} and bucket {footprint.bucket}")
+                left = footprint.cleanup()
+                for what in left:
+                    log(f"could not remove {what}")
+            figures["left_behind"] = left
+    figures["verdicts"] = verdicts(figures)
+    return figures
+
+
+def measure_apart(backend: str, count: int, new: int, folder: Path) -> dict:
+    """measure_backend in a child process: peak RSS is per process, and one backend's peak would
+    hide the other's growth."""
+    out = folder / f"{backend}.json"
+    command = [sys.executable, "-m", "bench.library", "--backend", backend, "--documents", str(count)]
+    subprocess.run([*command, "--new", str(new), "--out", str(out)], check=True)
+    return json.loads(out.read_text())["backends"][backend]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,12 +237,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--documents", type=int, default=1_000_000)
     parser.add_argument("--new", type=int, default=100, help="fresh uploads the sensor tick finds")
+    parser.add_argument("--backend", choices=[*BACKENDS, "both"], default="both")
     parser.add_argument("--out", default="bench-out/library.json")
     args = parser.parse_args(argv)
     os.environ.setdefault("DO_NOT_TRACK", "true")
-    with tempfile.TemporaryDirectory(prefix="udlibrary-") as folder:
-        out = measure(Path(folder), args.documents, args.new)
-    out["verdicts"] = {k: "PASS" if out[k] <= limit else "FAIL" for k, limit in TARGETS.items()}
+    backends = BACKENDS if args.backend == "both" else (args.backend,)
+    out: dict = {"documents": args.documents, "new_uploads": args.new, "backends": {}}
+    if len(backends) == 1:
+        out["backends"][backends[0]] = measure_backend(backends[0], args.documents, args.new)
+    else:
+        with tempfile.TemporaryDirectory(prefix="udlibrary-") as folder:
+            for backend in backends:
+                out["backends"][backend] = measure_apart(backend, args.documents, args.new, Path(folder))
     out["date"] = datetime.now(UTC).isoformat(timespec="seconds")
     path = Path(args.out)
     path.parent.mkdir(parents=True, exist_ok=True)

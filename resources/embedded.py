@@ -247,6 +247,28 @@ def _row_to_meta(r: tuple) -> DocumentMetadata:
     )
 
 
+def _meta_to_row(m: DocumentMetadata) -> tuple:
+    return (
+        m.workspace,
+        m.id,
+        _ms(m.time),
+        m.kind,
+        m.title,
+        m.comments,
+        json.dumps([list(x) for x in m.metadata]),
+        json.dumps(list(m.tags)),
+        str(m.object_id),
+        m.parent_id,
+        m.document_type,
+        m.size,
+        m.sha256,
+    )
+
+
+# Ids per "id IN (...)" query: well under SQLite's limit on bound parameters (32,766 since 3.32).
+_IN_CHUNK = 500
+
+
 class SqliteDocumentStore:
     """DocumentStore (resources.librarian) over SQLite: document + upload_log tables."""
 
@@ -258,21 +280,7 @@ class SqliteDocumentStore:
         return _row_to_meta(rows[0]) if rows else None
 
     def insert(self, meta: DocumentMetadata, event: str | None) -> bool:
-        row = (
-            meta.workspace,
-            meta.id,
-            _ms(meta.time),
-            meta.kind,
-            meta.title,
-            meta.comments,
-            json.dumps([list(m) for m in meta.metadata]),
-            json.dumps(list(meta.tags)),
-            str(meta.object_id),
-            meta.parent_id,
-            meta.document_type,
-            meta.size,
-            meta.sha256,
-        )
+        row = _meta_to_row(meta)
         with self.db.write() as c:
             cur = c.execute(f"INSERT OR IGNORE INTO document ({_DOC_COLUMNS}) VALUES ({', '.join('?' * 13)})", row)
             if cur.rowcount != 1:
@@ -285,26 +293,32 @@ class SqliteDocumentStore:
         return True
 
     def upsert_many(self, metas: Sequence[DocumentMetadata]) -> None:
-        rows = [
-            (
-                m.workspace,
-                m.id,
-                _ms(m.time),
-                m.kind,
-                m.title,
-                m.comments,
-                json.dumps([list(x) for x in m.metadata]),
-                json.dumps(list(m.tags)),
-                str(m.object_id),
-                m.parent_id,
-                m.document_type,
-                m.size,
-                m.sha256,
-            )
-            for m in metas
-        ]
+        rows = [_meta_to_row(m) for m in metas]
         with self.db.write() as c:
             c.executemany(f"INSERT OR REPLACE INTO document ({_DOC_COLUMNS}) VALUES ({', '.join('?' * 13)})", rows)
+
+    def register_many(self, metas: Sequence[DocumentMetadata]) -> list[DocumentMetadata]:
+        # One transaction: which ids are taken, the new rows and their log events, all or nothing.
+        with self.db.write() as c:
+            taken: set[tuple[str, str]] = set()
+            for workspace in {m.workspace for m in metas}:
+                ids = [m.id for m in metas if m.workspace == workspace]
+                for start in range(0, len(ids), _IN_CHUNK):
+                    chunk = ids[start : start + _IN_CHUNK]
+                    found = c.execute(
+                        f"SELECT id FROM document WHERE workspace = ? AND id IN ({', '.join('?' * len(chunk))})",
+                        (workspace, *chunk),
+                    )
+                    taken.update((workspace, row[0]) for row in found)
+            new = [m for m in metas if (m.workspace, m.id) not in taken]
+            c.executemany(
+                f"INSERT INTO document ({_DOC_COLUMNS}) VALUES ({', '.join('?' * 13)})", [_meta_to_row(m) for m in new]
+            )
+            c.executemany(
+                "INSERT INTO upload_log (workspace, id, event, sha256, time_ms) VALUES (?, ?, 'added', ?, ?)",
+                [(m.workspace, m.id, m.sha256, _ms(m.time)) for m in new],
+            )
+        return new
 
     def rows(self, workspace: str, include_children: bool) -> list[DocumentMetadata]:
         sql = f"SELECT {_DOC_COLUMNS} FROM document WHERE workspace = ?"
@@ -346,13 +360,16 @@ class SqliteDocumentStore:
         return [Upload(id=r[1], event=r[2], sha256=r[3], time=_from_ms(r[4]), cursor=str(r[0])) for r in rows]
 
     def put_record(self, kind: str, workspace: str, record: Record) -> None:
+        self.put_records(kind, workspace, [record])
+
+    def put_records(self, kind: str, workspace: str, records: Sequence[Record]) -> None:
         cols = record_columns(kind)
-        values = [_to_sql(getattr(record, name), t) for name, t in cols]
         names = ", ".join(name for name, _ in cols)
+        rows = [(workspace, *[_to_sql(getattr(r, name), t) for name, t in cols]) for r in records]
         with self.db.write() as c:
-            c.execute(
+            c.executemany(
                 f"INSERT OR REPLACE INTO record_{kind} (workspace, {names}) VALUES (?, {', '.join('?' * len(cols))})",
-                (workspace, *values),
+                rows,
             )
 
     def _records(self, kind: str, where: str, params: Sequence) -> list[Record]:

@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import io
 import logging
+import re
 import typing
 import unicodedata
 import uuid
@@ -48,6 +49,10 @@ DEFAULT_GRAPH = ""
 MAX_ID_LENGTH = 512
 ADDED = "added"
 REMOVED = "removed"
+# Rows one register_documents / set_generations call hands its store at a time: one SQLite
+# transaction, or one round of Cassandra batches; large enough that per-call costs vanish.
+REGISTER_BATCH = 10_000
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 # The decoder's per-document records, stored beside the document table (generation, failure).
@@ -70,6 +75,12 @@ def record_columns(kind: str) -> list[tuple[str, type]]:
 def now_utc() -> datetime:
     """Now, to the millisecond (what a Cassandra timestamp keeps), timezone-aware UTC."""
     t = datetime.now(UTC)
+    return t.replace(microsecond=t.microsecond // 1000 * 1000)
+
+
+def _to_millisecond(t: datetime) -> datetime:
+    """t in UTC, to the millisecond; a naive t is taken as UTC (as the stores take it)."""
+    t = t.replace(tzinfo=UTC) if t.tzinfo is None else t.astimezone(UTC)
     return t.replace(microsecond=t.microsecond // 1000 * 1000)
 
 
@@ -297,6 +308,51 @@ class LibrarianService:
         self.documents.upsert_many(metas)
         return metas
 
+    def register_documents(self, documents: Sequence[DocumentMetadata]) -> list[DocumentMetadata]:
+        """Register source documents whose bytes are in the object store already, many at once: an
+        import of an existing library, or of objects another tool uploaded. Each row is taken as
+        given (object_id, size, sha256, time: the caller vouches for them; nothing is read from the
+        object store) and logged as 'added', so the upload sensor decodes them like uploads.
+
+        Written REGISTER_BATCH rows at a time (one transaction on the embedded store, large
+        single-partition batches on Cassandra). An id already in the workspace is skipped, neither
+        replaced nor logged again, so an import cut short is simply run again. Every record is
+        checked before anything is written. Unlike add_document, an id registered concurrently by
+        another writer is not guarded against on Cassandra (no lightweight transaction per row):
+        do not import ids that are being uploaded at the same time. Returns the registered rows.
+        """
+        checked: list[DocumentMetadata] = []
+        seen: set[str] = set()
+        for meta in documents:
+            check_id(meta.id)
+            if meta.id in seen:
+                raise LibrarianError(f"document {meta.id!r} is registered twice in one call")
+            seen.add(meta.id)
+            if meta.workspace != self.workspace:
+                raise LibrarianError(
+                    f"document {meta.id!r} belongs to workspace {meta.workspace!r}, not {self.workspace!r}"
+                )
+            if meta.document_type != SOURCE or meta.parent_id:
+                raise LibrarianError(f"document {meta.id!r} is not a source document (children: put_children)")
+            if not isinstance(meta.object_id, uuid.UUID):
+                raise LibrarianError(f"object id of document {meta.id!r} is not a UUID")
+            if meta.size < 0 or not _SHA256.fullmatch(meta.sha256):
+                raise LibrarianError(f"document {meta.id!r} needs a size >= 0 and a lowercase hex sha256")
+            _tags(meta.tags)
+            for m in meta.metadata:
+                _metadata_tuple(m)
+            # Stored as add_document stores them: the kind stripped, the time in UTC to the
+            # millisecond (what both stores keep), so the rows returned are the rows read back.
+            kind = check_kind(meta.kind)
+            time = _to_millisecond(meta.time)
+            if kind != meta.kind or time != meta.time or time.tzinfo is not meta.time.tzinfo:
+                meta = dataclasses.replace(meta, kind=kind, time=time)
+            checked.append(meta)
+        registered: list[DocumentMetadata] = []
+        for start in range(0, len(checked), REGISTER_BATCH):
+            registered += self.documents.register_many(checked[start : start + REGISTER_BATCH])
+        return registered
+
     def _child_object_id(self, id: str) -> uuid.UUID:
         # A child's object key follows from its id: a write cut short and redone lands on the same
         # key instead of leaving an orphan object behind.
@@ -425,6 +481,14 @@ class LibrarianService:
         """Record what produced a document's current children (replaces the previous record)."""
         check_id(generation.document_id)
         self.documents.put_record("generation", self.workspace, generation)
+
+    def set_generations(self, generations: Sequence[Generation]) -> None:
+        """set_generation for many documents at once (an import), REGISTER_BATCH records a request."""
+        generations = list(generations)
+        for g in generations:
+            check_id(g.document_id)
+        for start in range(0, len(generations), REGISTER_BATCH):
+            self.documents.put_records("generation", self.workspace, generations[start : start + REGISTER_BATCH])
 
     def get_generation(self, document_id: str) -> Generation | None:
         check_id(document_id)

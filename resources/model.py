@@ -254,6 +254,12 @@ class DocumentStore(Protocol):
         """Write child rows, replacing rows of the same (workspace, id): batched, for many children."""
         ...
 
+    def register_many(self, metas: Sequence[DocumentMetadata]) -> list[DocumentMetadata]:
+        """Insert source rows whose (workspace, id) is not taken yet, then log an 'added' event for
+        each inserted row, in the given order; returns the inserted ones. Batched: one call is one
+        transaction (embedded) or a few large requests (Cassandra), not a round trip per row."""
+        ...
+
     def rows(self, workspace: str, include_children: bool) -> list[DocumentMetadata]:
         """Every row of the workspace: source documents, and their children when asked."""
         ...
@@ -272,6 +278,10 @@ class DocumentStore(Protocol):
 
     # Decoder records (resources.records), one per (workspace, document_id) and record type.
     def put_record(self, kind: str, workspace: str, record: Record) -> None: ...
+
+    def put_records(self, kind: str, workspace: str, records: Sequence[Record]) -> None:
+        """put_record for many records of one kind at once, batched like register_many."""
+        ...
 
     def get_record(self, kind: str, workspace: str, document_id: str) -> Record | None: ...
 
@@ -339,10 +349,17 @@ class Librarian(Protocol):
 
     def put_children(self, children: Sequence[Child]) -> list[DocumentMetadata]: ...
 
+    def register_documents(self, documents: Sequence[DocumentMetadata]) -> list[DocumentMetadata]:
+        """Register source documents whose bytes are in the object store already (an import),
+        in batches; ids already present are skipped. Returns the registered ones."""
+        ...
+
     def uploads_since(self, cursor: str | None, limit: int = 1000) -> list[Upload]: ...
 
     # The decoder's per-document records (resources.records).
     def set_generation(self, generation: Generation) -> None: ...
+
+    def set_generations(self, generations: Sequence[Generation]) -> None: ...
 
     def get_generation(self, document_id: str) -> Generation | None: ...
 

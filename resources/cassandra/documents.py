@@ -25,6 +25,19 @@ _COLUMNS = (
     "id, workspace, time, kind, title, comments, metadata, tags, object_id, parent_id, document_type, size, sha256"
 )
 
+# Bulk writes (register_many, put_records) all land in one partition, the workspace's, and a
+# replica applies concurrent updates of one partition one after the other: a few large unlogged
+# batches beat many small requests. Measured on this project's single node (2 cores, 20,000 rows,
+# 2026-12-03): batches of 250-1,000 rows, 2-4 in flight, ~9,500 document rows/s; the same rows
+# as single statements (execute_concurrent, 16-64 in flight) 600-800/s, and 64 batches in flight
+# timed out. A single-partition batch is one mutation, which batch_size_fail_threshold does not
+# limit (CASSANDRA-10876); BULK_BYTES keeps each well under the commit log's mutation limit.
+BULK_ROWS = 500
+BULK_BYTES = 1 << 20
+BULK_IN_FLIGHT = 2
+# Ids per "id IN ?" read of which ids are taken (a slice of clustering keys in one partition).
+TAKEN_CHUNK = 500
+
 
 def schema(connection: CassandraConnection) -> list[str]:
     ks = KEYSPACE
@@ -105,6 +118,25 @@ def _row_to_meta(r) -> DocumentMetadata:
     )
 
 
+def _meta_to_row(m: DocumentMetadata) -> tuple:
+    """The values of _COLUMNS for a row."""
+    return (
+        m.id,
+        m.workspace,
+        m.time,
+        m.kind,
+        m.title,
+        m.comments,
+        [tuple(x) for x in m.metadata],
+        list(m.tags),
+        m.object_id,
+        m.parent_id,
+        m.document_type,
+        m.size,
+        m.sha256,
+    )
+
+
 class CassandraDocumentStore:
     """DocumentStore (resources.librarian) over librarian.document + librarian.upload_log."""
 
@@ -119,6 +151,7 @@ class CassandraDocumentStore:
         )
         self._upsert = f"INSERT INTO {ks}.document ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         self._list = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ?"
+        self._taken = f"SELECT id FROM {ks}.document WHERE workspace = ? AND id IN ?"
         # id is the clustering column: a page is a slice of the workspace's partition, in id order.
         self._page = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND id > ? LIMIT ?"
         self._children = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND parent_id = ?"
@@ -134,22 +167,7 @@ class CassandraDocumentStore:
         return _row_to_meta(rows[0]) if rows else None
 
     def insert(self, meta: DocumentMetadata, event: str | None) -> bool:
-        row = (
-            meta.id,
-            meta.workspace,
-            meta.time,
-            meta.kind,
-            meta.title,
-            meta.comments,
-            [tuple(m) for m in meta.metadata],
-            list(meta.tags),
-            meta.object_id,
-            meta.parent_id,
-            meta.document_type,
-            meta.size,
-            meta.sha256,
-        )
-        result = self.c.execute(self._insert, row, f"writing document {meta.id!r}")
+        result = self.c.execute(self._insert, _meta_to_row(meta), f"writing document {meta.id!r}")
         if not result.was_applied:
             return False
         if event:
@@ -159,29 +177,38 @@ class CassandraDocumentStore:
     def upsert_many(self, metas: Sequence[DocumentMetadata]) -> None:
         # Children only: their ids are deterministic, so a plain INSERT (no Paxos round) is safe,
         # and rows of one workspace share a partition: unlogged batches, sent concurrently.
-        rows = [
-            (
-                self._upsert,
-                (
-                    m.id,
-                    m.workspace,
-                    m.time,
-                    m.kind,
-                    m.title,
-                    m.comments,
-                    [tuple(x) for x in m.metadata],
-                    list(m.tags),
-                    m.object_id,
-                    m.parent_id,
-                    m.document_type,
-                    m.size,
-                    m.sha256,
-                ),
-                m.workspace,
-            )
-            for m in metas
-        ]
+        rows = [(self._upsert, _meta_to_row(m), m.workspace) for m in metas]
         self.c.write_partitioned(rows, f"writing {len(rows)} child documents")
+
+    def register_many(self, metas: Sequence[DocumentMetadata]) -> list[DocumentMetadata]:
+        # Not atomic, unlike insert (a lightweight transaction a row would cost a Paxos round
+        # each): the ids already taken are read, the new rows written, then their log events.
+        # Rows before events: an event the sensor reads always finds its row.
+        reads: list[tuple[str, tuple[str, list[str]]]] = []
+        for workspace in {m.workspace for m in metas}:
+            ids = [m.id for m in metas if m.workspace == workspace]
+            reads += [(self._taken, (workspace, ids[i : i + TAKEN_CHUNK])) for i in range(0, len(ids), TAKEN_CHUNK)]
+        taken: set[tuple[str, str]] = set()
+        for (_, (workspace, _)), rows in zip(reads, self.c.execute_many(reads, "reading which ids are taken")):
+            taken.update((workspace, row.id) for row in rows)
+        new = [m for m in metas if (m.workspace, m.id) not in taken]
+        self.c.write_partitioned(
+            ((self._upsert, _meta_to_row(m), m.workspace) for m in new),
+            f"registering {len(new)} documents",
+            concurrency=BULK_IN_FLIGHT,
+            max_rows=BULK_ROWS,
+            max_bytes=BULK_BYTES,
+        )
+        # One batch at a time: now() is taken per row, in batch order, so the log keeps the
+        # given order, and no batch commits behind a later one a sensor may have read already.
+        self.c.write_partitioned(
+            ((self._log, (m.workspace, m.id, "added", m.sha256), m.workspace) for m in new),
+            f"logging {len(new)} registered documents",
+            concurrency=1,
+            max_rows=BULK_ROWS,
+            max_bytes=BULK_BYTES,
+        )
+        return new
 
     def _rows(self, cql: str, params: Sequence, what: str) -> list[DocumentMetadata]:
         with self.c.errors(what):
@@ -222,14 +249,27 @@ class CassandraDocumentStore:
             for r in rows
         ]
 
+    def _put_record_cql(self, kind: str) -> tuple[str, list[str]]:
+        names = [name for name, _ in record_columns(kind)]
+        cql = f"INSERT INTO {KEYSPACE}.record_{kind} (workspace, {', '.join(names)}) VALUES (?, {', '.join('?' * len(names))})"
+        return cql, names
+
     def put_record(self, kind: str, workspace: str, record: Record) -> None:
-        cols = record_columns(kind)
-        names = ", ".join(name for name, _ in cols)
-        cql = f"INSERT INTO {KEYSPACE}.record_{kind} (workspace, {names}) VALUES (?, {', '.join('?' * len(cols))})"
+        cql, names = self._put_record_cql(kind)
         self.c.execute(
             cql,
-            (workspace, *(getattr(record, name) for name, _ in cols)),
+            (workspace, *(getattr(record, name) for name in names)),
             f"writing the {kind} of {record.document_id!r}",
+        )
+
+    def put_records(self, kind: str, workspace: str, records: Sequence[Record]) -> None:
+        cql, names = self._put_record_cql(kind)
+        self.c.write_partitioned(
+            ((cql, (workspace, *(getattr(r, name) for name in names)), workspace) for r in records),
+            f"writing {len(records)} {kind} records",
+            concurrency=BULK_IN_FLIGHT,
+            max_rows=BULK_ROWS,
+            max_bytes=BULK_BYTES,
         )
 
     def _records(self, kind: str, extra: str, params: tuple) -> list[Record]:
