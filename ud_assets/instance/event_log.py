@@ -14,7 +14,8 @@ cost per document. This storage is the same schema and the same files, with thre
   loss or kernel crash may roll back. Nothing the librarian stores depends on it: a document's
   generation lives in the librarian, the event log is Dagster's history;
 - a batch of asset events (Dagster hands it the planned materializations of a run, one per
-  partition and asset) is one transaction per shard instead of one per event.
+  partition and asset) is one transaction per shard instead of one per event;
+- the asset_keys table's columns are reflected once, not for every asset event.
 
 Writers keep the WAL open, so the run's .db file no longer changes with each commit; the file is
 touched after each commit to a run's shard instead, which is what Dagster's watcher of a run (the
@@ -54,6 +55,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
     def __init__(self, base_dir: str, inst_data: ConfigurableClassData | None = None):
         self._engines: OrderedDict[str, Engine] = OrderedDict()
         self._engines_lock = threading.Lock()
+        self._asset_key_columns: dict[str, bool] = {}
         # Dagster only calls store_event_batch when this is set (it is read at each event);
         # every process that loads this storage stores a run's planned events in one batch.
         os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", BATCH_SIZE)
@@ -100,6 +102,18 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             if shard != INDEX_SHARD_NAME:
                 _touch(self.path_for_shard(shard))
 
+    def _has_asset_key_col_on_connection(self, conn: Connection, column_name: str) -> bool:
+        # Dagster reflects the asset_keys table's columns for every asset event it stores (a
+        # PRAGMA and SQLAlchemy's reflection: about 1 ms each); they change only with a migration.
+        known = self._asset_key_columns.get(column_name)
+        if known is None:
+            known = self._asset_key_columns[column_name] = super()._has_asset_key_col_on_connection(conn, column_name)
+        return known
+
+    def upgrade(self) -> None:
+        self._asset_key_columns.clear()
+        super().upgrade()
+
     def store_event_batch(self, events: Sequence[EventLogEntry]) -> None:
         """A run's asset events in one transaction per shard; any other event as Dagster stores it."""
         batch = [e for e in events if _is_asset_event(e)]
@@ -123,11 +137,13 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 self._store_asset_event(conn, event, event_id)
 
     def dispose(self) -> None:
-        with self._engines_lock:
+        super().dispose()  # stops the watchers' threads first: they read through these connections
+        # A connection is only used under the storage's lock: closing one another thread is using
+        # would crash the process (SQLite frees it under the other thread's feet).
+        with self._db_lock, self._engines_lock:
             for engine in self._engines.values():
                 engine.dispose()
             self._engines.clear()
-        super().dispose()
 
 
 def default_base_dir() -> str:
