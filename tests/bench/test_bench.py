@@ -86,6 +86,11 @@ def test_overhead_per_document_is_graph_minus_bare_in_ms():
     assert report.overheads_ms(graph, raw) == [pytest.approx(50.0), pytest.approx(30.0)]
 
 
+def test_amortized_overhead_spreads_the_extra_wall_time_over_the_documents():
+    assert report.amortized_ms(55.3, 14.6, 200) == pytest.approx(203.5)
+    assert report.amortized_ms(None, 14.6, 200) is None and report.amortized_ms(1.0, 1.0, 0) is None
+
+
 def test_small_corpus_plan_has_every_format_in_small_distinct_documents():
     plan = corpus.small_plan(45)
     assert len(plan) == 45 and len({spec.name for spec, _make in plan}) == 45
