@@ -426,3 +426,26 @@ def test_a_document_after_a_failure_gets_a_fresh_child():
         _parted, after = partitioner.partition(b"three", detect.PLAIN, CONFIG)
         assert after["spawn_ms"] is not None and first["spawn_ms"] is not None
     assert _no_children_left()
+
+
+def _broken_enter(*_args, **_kwargs):
+    raise RuntimeError("a bug in setting up the child")
+
+
+@pytest.mark.parametrize("reusable", [True, False])
+def test_our_own_failure_in_the_child_fails_the_run_not_the_document(monkeypatch, reusable):
+    """A failure of ud's code around the parser (limits, the request, the reply) is a bug of ours:
+    the run fails with the child's traceback instead of recording it against the document."""
+    from ud_assets.processing.runner import document_failure
+
+    def fresh_child_target(data, mime, config, filename):  # a closure: forked per document
+        return partition_bytes(data, mime, config, filename)
+
+    isolation.reap_children(block=True)  # no idle child of an earlier test: this one is forked now
+    monkeypatch.setattr(isolation, "_enter_child", _broken_enter)
+    target = crashes_on_request if reusable else fresh_child_target
+    with pytest.raises(isolation.DecoderBug, match="a bug in setting up the child") as caught:
+        IsolatedPartitioner(Limits(timeout_s=60), target=target, warm=False).partition(b"fine", detect.PLAIN, CONFIG)
+    assert document_failure("notes.txt", caught.value) is None
+    monkeypatch.undo()
+    assert _no_children_left()

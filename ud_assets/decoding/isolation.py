@@ -297,7 +297,7 @@ class _Done(Generic[_R]):
 
 @dataclass
 class _Failed:
-    kind: Literal["memory", "config", "error"]
+    kind: Literal["memory", "config", "error", "bug"]
     message: str = ""  # the error's, for config and error
 
 
@@ -334,6 +334,12 @@ class ChildStalled(RuntimeError):
     threads while it forks the next one). That is this program's fault, never the document's: the
     document is tried once more in a fresh child, and a second stall fails the run with this error
     instead of being recorded against the document."""
+
+
+class DecoderBug(RuntimeError):
+    """The decoding child failed outside the parser: in this program's own code around it
+    (setting its limits, reading the request, sending the reply). A bug of ours, never the
+    document's: the run fails with the child's traceback instead of recording it against the document."""
 
 
 STALL_S = float(os.environ.get("UD_DECODE_STALL_S") or 30.0)
@@ -474,10 +480,9 @@ class _Worker:
         deadline = started + limits.timeout_s
         payload = pickle.dumps((target, args), protocol=pickle.HIGHEST_PROTOCOL)
         ended: str | None = None
-        if _send(self.requests, _HEADER.pack(len(payload)) + payload, self.pid, deadline):
-            message, ended = _read_message(self.replies, self.pid, deadline)
-        else:
-            message, ended = b"", ("timeout" if time.perf_counter() >= deadline else None)
+        _send(self.requests, _HEADER.pack(len(payload)) + payload, self.pid, deadline)
+        # Read even when the send failed: a child that died first may have left its last reply.
+        message, ended = _read_message(self.replies, self.pid, deadline)
         self.served += 1
         reply: _Reply[_R] | None = _decode(message)
         status = 0
@@ -644,6 +649,7 @@ def _serve(requests: int, replies: int, limits: Limits, parent: int) -> None:
         code = _EXIT_MEMORY
     except BaseException:  # nothing may escape into the parent's code (a closed pipe: the parent is gone)
         code = 70
+        _report_bug(replies)
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
@@ -651,6 +657,17 @@ def _serve(requests: int, replies: int, limits: Limits, parent: int) -> None:
             except BaseException:
                 pass
         os._exit(code)
+
+
+def _report_bug(fd: int) -> None:
+    """Best effort: the traceback of our own code's failure in the child, as its reply."""
+    try:
+        import traceback
+
+        payload = pickle.dumps(_Reply(_Failed("bug", traceback.format_exc()[-4000:])))
+        _write_all(fd, _HEADER.pack(len(payload)) + payload)
+    except BaseException:  # the parent is gone, or the pipe is full: the exit status still tells
+        pass
 
 
 def _read_request(fd: int) -> bytes | None:
@@ -763,6 +780,8 @@ def _exited(pid: int) -> bool:
 
 
 def _failure(failed: _Failed | None, status: int, timed_out: bool, limits: Limits) -> DecodeError | ConfigError:
+    if failed is not None and failed.kind == "bug":
+        raise DecoderBug(f"the decoding child failed in ud's own code, not the parser's:\n{failed.message}")
     if timed_out:
         return DecodeError(f"timed out after {limits.timeout_s:g} s (UD_DECODE_TIMEOUT_S)")
     memory = f"exceeded the memory limit of {limits.memory_mb} MB (UD_DECODE_MEMORY_MB)"
@@ -804,6 +823,7 @@ def _child(fd: int, target: Target[_R], limits: Limits, args: _Args, parent: int
         code = _EXIT_MEMORY
     except BaseException:  # nothing may escape into the parent's code
         code = 70
+        _report_bug(fd)
     finally:
         for stream in (sys.stdout, sys.stderr):  # the parser's warnings
             try:
