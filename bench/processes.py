@@ -221,16 +221,7 @@ def init_dagster_home(home: Path) -> Path:
         shutil.copy(PROJECT_INSTANCE_CONFIG, home / "dagster.yaml")
     else:
         (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    previous = os.environ.get("DAGSTER_HOME")
-    os.environ["DAGSTER_HOME"] = str(home)  # the project's event-log storage finds its folder there
-    try:
-        instance_context = dg.DagsterInstance.from_config(str(home))
-    finally:
-        if previous is None:
-            os.environ.pop("DAGSTER_HOME")
-        else:
-            os.environ["DAGSTER_HOME"] = previous
-    with instance_context as instance:
+    with dg.DagsterInstance.from_config(str(home)) as instance:
         instance.get_runs(limit=1)
         instance.get_dynamic_partitions("documents")
         instance.all_instigator_state()

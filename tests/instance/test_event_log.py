@@ -17,7 +17,7 @@ from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializa
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.base import EventLogCursor
 
-from ud_assets.instance.event_log import PooledSqliteEventLogStorage
+from ud_assets.instance.event_log import PooledSqliteEventLogStorage, UdInstance
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_ID = "0" * 8 + "-0000-0000-0000-" + "1" * 12
@@ -72,6 +72,7 @@ def run_range(instance, keys: list[str]):
 
 
 def test_the_repository_instance_stores_a_batched_run_as_dagster_reads_it(repository_instance):
+    assert isinstance(repository_instance, UdInstance)
     assert isinstance(repository_instance.event_log_storage, PooledSqliteEventLogStorage)
     keys = ["a", "b", "c"]
     result = run_range(repository_instance, keys)
@@ -130,7 +131,7 @@ WRITER = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})
 from tests.instance.test_event_log import materialization
-from ud_assets.instance.event_log import PooledSqliteEventLogStorage
+from ud_assets.instance.event_log import PooledSqliteEventLogStorage, UdInstance
 storage = PooledSqliteEventLogStorage({base_dir!r})
 for i in range({count}):
     storage.store_event(materialization("first", f"p{{i}}"))
@@ -193,3 +194,22 @@ def test_without_base_dir_it_uses_the_folder_of_dagsters_default(tmp_path, monke
     with pytest.raises(ValueError, match="DAGSTER_HOME"):
         PooledSqliteEventLogStorage.from_config_value(None, {})
     assert os.environ.get("DAGSTER_EVENT_BATCH_SIZE")
+
+
+def test_an_instance_loaded_from_its_folder_keeps_its_events_there(tmp_path, monkeypatch):
+    """However the instance is loaded (here by folder, with DAGSTER_HOME naming another one), its
+    events go to its own folder, where Dagster's default storage keeps them."""
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    home.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(REPO / "dagster.yaml", home / "dagster.yaml")
+    monkeypatch.setenv("DAGSTER_HOME", str(elsewhere))
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert isinstance(instance.event_log_storage, PooledSqliteEventLogStorage)
+        instance.add_dynamic_partitions("letters", ["a"])
+        assert run_range(instance, ["a"]).success
+    assert (home / "history" / "runs" / "index.db").exists()
+    assert not (elsewhere / "history").exists()
+    monkeypatch.delenv("DAGSTER_HOME")
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        assert instance.get_materialized_partitions(dg.AssetKey("first")) == {"a"}

@@ -21,8 +21,11 @@ Writers keep the WAL open, so the run's .db file no longer changes with each com
 touched after each commit to a run's shard instead, which is what Dagster's watcher of a run (the
 UI's live run log) waits for. Readers in other processes see committed WAL content as before.
 
-Configure it in dagster.yaml (`event_log_storage`, see the repository's dagster.yaml); with no
-`base_dir` it uses the folder Dagster's default storage uses, $DAGSTER_HOME/history/runs.
+The repository's dagster.yaml names `UdInstance` as its `instance_class`: Dagster's own instance,
+whose default storage is Dagster's SQLite storage with this event log, in the folders Dagster's
+default uses (history/, history/runs/, schedules/ under the instance's folder). The instance class
+is told that folder however the instance is loaded (DAGSTER_HOME, `DagsterInstance.from_config`,
+a run worker's instance ref); a storage block in dagster.yaml (`storage: postgres:`...) replaces it.
 """
 
 from __future__ import annotations
@@ -35,9 +38,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as db
-from dagster import Field, StringSource
+import yaml
+from dagster import DagsterInstance, Field, StringSource
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS
 from dagster._core.events.log import EventLogEntry
+from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
 from dagster._core.storage.sqlalchemy_compat import db_result
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
@@ -144,6 +149,40 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             for engine in self._engines.values():
                 engine.dispose()
             self._engines.clear()
+
+
+class UdInstance(DagsterInstance):
+    """Dagster's instance, its default SQLite storage using PooledSqliteEventLogStorage."""
+
+    @classmethod
+    def config_schema(cls) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def config_defaults(cls, base_dir: str) -> Mapping[str, ConfigurableClassData | None]:
+        defaults = dict(InstanceRef.config_defaults(base_dir))
+        event_log = ConfigurableClassData(
+            __name__,
+            PooledSqliteEventLogStorage.__name__,
+            yaml.dump({"base_dir": os.path.join(base_dir, "history", "runs", "")}, default_flow_style=False),
+        )
+        defaults["event_log_storage"] = event_log
+        parts = {"run_storage": defaults["run_storage"], "event_log_storage": event_log}
+        parts["schedule_storage"] = defaults["schedule_storage"]
+        # Dagster's composite of the three storages, as it builds one from dagster.yaml's legacy keys.
+        defaults["storage"] = ConfigurableClassData(
+            "dagster._core.storage.legacy_storage",
+            "CompositeStorage",
+            yaml.dump(
+                {
+                    name: {"module_name": d.module_name, "class_name": d.class_name, "config_yaml": d.config_yaml}
+                    for name, d in parts.items()
+                    if d is not None
+                },
+                default_flow_style=False,
+            ),
+        )
+        return defaults
 
 
 def default_base_dir() -> str:
