@@ -392,6 +392,19 @@ def _run_in_child_once(target: Target[_R], limits: Limits, args: _Args) -> tuple
         # milliseconds, so it is reaped later (next call, or on leaving the context).
         _unreaped.add(pid)
         peak_kib = reply.peak_rss_kib
+    return _result(reply, status, timed_out, limits, started, peak_kib, spawned=True)
+
+
+def _result(
+    reply: _Reply[_R] | None,
+    status: int,
+    timed_out: bool,
+    limits: Limits,
+    started: float,
+    peak_kib: int | None,
+    spawned: bool,
+) -> tuple[_R, PartitionStats]:
+    """The child's value with what it cost, or its failure raised (with the same stats)."""
     wall = time.perf_counter() - started
     stats: PartitionStats = {
         "isolated": True,
@@ -400,7 +413,8 @@ def _run_in_child_once(target: Target[_R], limits: Limits, args: _Args) -> tuple
         "child_private_mb": reply.private_mb if reply else None,  # what this document cost
         "work_s": reply.work_s if reply else None,
         "fork_overhead_ms": (wall - reply.work_s) * 1000 if reply else None,
-        "spawn_ms": (reply.begun_at - started) * 1000 if reply else None,  # fork until the child runs
+        # fork until the child runs; None for a reused child
+        "spawn_ms": (reply.begun_at - started) * 1000 if reply and spawned else None,
     }
     outcome = reply.outcome if reply is not None else None
     if isinstance(outcome, _Done):
@@ -469,6 +483,7 @@ class _Worker:
         os.close(request_read)
         os.close(reply_write)
         self.pid, self.requests, self.replies = pid, request_write, reply_read
+        self.status = 0  # its exit status, once it has ended
         _worker_fds.update((request_write, reply_read))
 
     def alive(self) -> bool:
@@ -490,8 +505,6 @@ class _Worker:
             self.end(kill=True)
             status = self.status
         return reply, status, ended
-
-    status = 0
 
     def end(self, kill: bool = False) -> None:
         """Close its pipes (an idle child exits on EOF); kill it first when it may be busy."""
@@ -594,22 +607,8 @@ def _run_in_worker(target: Target[_R], limits: Limits, args: _Args) -> tuple[_R,
             continue
         break
     _release_worker(worker, reply)
-    wall = time.perf_counter() - started
-    stats: PartitionStats = {
-        "isolated": True,
-        "wall_s": wall,
-        "child_peak_rss_mb": reply.peak_rss_kib / 1024 if reply and reply.peak_rss_kib else None,
-        "child_private_mb": reply.private_mb if reply else None,
-        "work_s": reply.work_s if reply else None,
-        "fork_overhead_ms": (wall - reply.work_s) * 1000 if reply else None,
-        "spawn_ms": (reply.begun_at - started) * 1000 if reply and new else None,
-    }
-    outcome = reply.outcome if reply is not None else None
-    if isinstance(outcome, _Done):
-        return outcome.value, stats
-    error = _failure(outcome, status, ended == "timeout", limits)
-    error.stats = stats
-    raise error
+    peak_kib = reply.peak_rss_kib if reply else None
+    return _result(reply, status, ended == "timeout", limits, started, peak_kib, spawned=new)
 
 
 def _serve(requests: int, replies: int, limits: Limits, parent: int) -> None:
