@@ -1,6 +1,7 @@
 """PooledSqliteEventLogStorage: the repository's Dagster instance stores and reads events as Dagster's
-own SQLite event log does, a SIGKILLed writer loses nothing it committed, and a run's watchers (the
-UI's live run log) still hear of each new event."""
+own SQLite event log does, a SIGKILLed writer loses nothing it committed, a run's watchers (the UI's
+live run log) still hear of each new event, and materializations that wait to be stored together
+are stored within their wait, in the run's order, and read at once by their own process."""
 
 import os
 import shutil
@@ -17,7 +18,7 @@ from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializa
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.base import EventLogCursor
 
-from ud_assets.instance.event_log import PooledSqliteEventLogStorage, UdInstance
+from ud_assets.instance.event_log import MATERIALIZATIONS_WAIT_S, PooledSqliteEventLogStorage, UdInstance
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_ID = "0" * 8 + "-0000-0000-0000-" + "1" * 12
@@ -128,13 +129,14 @@ def test_a_batch_of_mixed_events_stores_every_event(tmp_path):
 
 
 WRITER = """
-import os, signal, sys
+import os, signal, sys, time
 sys.path.insert(0, {repo!r})
 from tests.instance.test_event_log import materialization
-from ud_assets.instance.event_log import PooledSqliteEventLogStorage, UdInstance
+from ud_assets.instance.event_log import MATERIALIZATIONS_WAIT_S, PooledSqliteEventLogStorage, UdInstance
 storage = PooledSqliteEventLogStorage({base_dir!r})
 for i in range({count}):
     storage.store_event(materialization("first", f"p{{i}}"))
+time.sleep({wait})  # nothing else happens: the waiting materializations are stored on their own
 print("stored", flush=True)
 os.kill(os.getpid(), signal.SIGKILL)  # no close, no checkpoint: only what each commit made durable
 """
@@ -143,7 +145,11 @@ os.kill(os.getpid(), signal.SIGKILL)  # no close, no checkpoint: only what each 
 def test_a_writer_killed_after_its_commits_loses_none_of_them(tmp_path):
     count = 40
     process = subprocess.run(
-        [sys.executable, "-c", WRITER.format(repo=str(REPO), base_dir=str(tmp_path), count=count)],
+        [
+            sys.executable,
+            "-c",
+            WRITER.format(repo=str(REPO), base_dir=str(tmp_path), count=count, wait=3 * MATERIALIZATIONS_WAIT_S),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -158,6 +164,77 @@ def test_a_writer_killed_after_its_commits_loses_none_of_them(tmp_path):
     )
     assert {r.partition_key for r in records} == {f"p{i}" for i in range(count)}
     storage.dispose()
+
+
+def log_line(message: str) -> EventLogEntry:
+    return EventLogEntry(
+        error_info=None, level=20, user_message=message, run_id=RUN_ID, timestamp=time.time(), dagster_event=None
+    )
+
+
+def partitions_stored(base_dir) -> set[str]:
+    """What another process (the webserver, a sensor) reads from the files."""
+    reader = PooledSqliteEventLogStorage(str(base_dir))
+    try:
+        records = reader.get_event_records(
+            dg.EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION, asset_key=dg.AssetKey("first")), limit=1000
+        )
+        return {r.partition_key for r in records}
+    finally:
+        reader.dispose()
+
+
+def test_waiting_materializations_are_stored_within_their_wait(tmp_path):
+    writer = PooledSqliteEventLogStorage(str(tmp_path))
+    try:
+        for partition in ("a", "b", "c"):
+            writer.store_event(materialization("first", partition))
+        deadline = time.monotonic() + 10 * MATERIALIZATIONS_WAIT_S
+        while partitions_stored(tmp_path) != {"a", "b", "c"} and time.monotonic() < deadline:
+            time.sleep(MATERIALIZATIONS_WAIT_S / 5)
+        assert partitions_stored(tmp_path) == {"a", "b", "c"}
+    finally:
+        writer.dispose()
+
+
+def test_the_writing_process_reads_its_waiting_materializations_at_once(tmp_path, monkeypatch):
+    """A check result looks up the materialization it checks: its own step's, just yielded."""
+    import ud_assets.instance.event_log as event_log
+
+    monkeypatch.setattr(event_log, "MATERIALIZATIONS_WAIT_S", 60.0)
+    writer = PooledSqliteEventLogStorage(str(tmp_path))
+    try:
+        writer.store_event(materialization("first", "a"))
+        assert writer._pending, "the materialization should wait"
+        assert partitions_stored(tmp_path) == set()
+        assert writer.get_materialized_partitions(dg.AssetKey("first")) == {"a"}
+        assert partitions_stored(tmp_path) == {"a"}
+    finally:
+        writer.dispose()
+
+
+def test_any_other_event_stores_the_waiting_materializations_first(tmp_path, monkeypatch):
+    import ud_assets.instance.event_log as event_log
+
+    monkeypatch.setattr(event_log, "MATERIALIZATIONS_WAIT_S", 60.0)
+    writer = PooledSqliteEventLogStorage(str(tmp_path))
+    try:
+        writer.store_event(materialization("first", "a"))
+        writer.store_event(materialization("first", "b"))
+        writer.store_event(log_line("between"))
+        writer.store_event(materialization("first", "c"))
+        writer.store_event(log_line("after"))
+    finally:
+        writer.dispose()
+    reader = PooledSqliteEventLogStorage(str(tmp_path))
+    try:
+        order = [
+            e.user_message or e.dagster_event.event_specific_data.materialization.partition
+            for e in reader.get_logs_for_run(RUN_ID)
+        ]
+        assert order == ["a", "b", "between", "c", "after"]
+    finally:
+        reader.dispose()
 
 
 def test_a_watcher_of_the_run_hears_each_new_event(tmp_path):

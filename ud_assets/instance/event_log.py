@@ -15,7 +15,14 @@ cost per document. This storage is the same schema and the same files, with thre
   generation lives in the librarian, the event log is Dagster's history;
 - a batch of asset events (Dagster hands it the planned materializations of a run, one per
   partition and asset) is one transaction per shard instead of one per event;
-- the asset_keys table's columns are reflected once, not for every asset event.
+- the asset_keys table's columns are reflected once, not for every asset event;
+- materializations wait up to `MATERIALIZATIONS_WAIT_S` and are stored together, one transaction
+  per shard (a batch of small documents yields six a document). Any other event, and any read or
+  write through this storage, stores the waiting ones first, so the run's order is kept and this
+  process always reads its own materializations. What a SIGKILL of the writing process can lose
+  is the materializations of its last half second: the librarian already holds what they report
+  (a materialization is yielded after its document is stored), the partitions show as not
+  materialized, and the next run finds those documents up to date.
 
 Writers keep the WAL open, so the run's .db file no longer changes with each commit; the file is
 touched after each commit to a run's shard instead, which is what Dagster's watcher of a run (the
@@ -30,8 +37,10 @@ a run worker's instance ref); a storage block in dagster.yaml (`storage: postgre
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -40,7 +49,7 @@ from typing import Any
 import sqlalchemy as db
 import yaml
 from dagster import DagsterInstance, Field, StringSource
-from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS
+from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.instance.ref import InstanceRef
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
@@ -50,6 +59,8 @@ from dagster._serdes import ConfigurableClassData
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import StaticPool
 
+MATERIALIZATIONS_WAIT_S = 0.5  # how long a materialization may wait to be stored with others
+MATERIALIZATIONS_BATCH = 200  # stored at once when this many wait
 KEPT_SHARDS = 16  # open shards per process: a run's own and the index, plus runs a webserver reads
 BATCH_SIZE = "10000"  # Dagster's DAGSTER_EVENT_BATCH_SIZE: a run's planned events as one batch
 
@@ -61,6 +72,11 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
         self._engines: OrderedDict[str, Engine] = OrderedDict()
         self._engines_lock = threading.Lock()
         self._asset_key_columns: dict[str, bool] = {}
+        self._pending: list[EventLogEntry] = []  # materializations not stored yet, in order
+        self._pending_lock = threading.RLock()
+        self._flush_timer: threading.Timer | None = None
+        self._flushing = threading.local()
+        _WRITERS.add(self)  # stores what waits when the process exits
         # Dagster only calls store_event_batch when this is set (it is read at each event);
         # every process that loads this storage stores a run's planned events in one batch.
         os.environ.setdefault("DAGSTER_EVENT_BATCH_SIZE", BATCH_SIZE)
@@ -95,8 +111,48 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 self._engines.popitem(last=False)[1].dispose()
             return engine
 
+    def store_event(self, event: EventLogEntry) -> None:
+        """A materialization waits to be stored with others (at most MATERIALIZATIONS_WAIT_S);
+        any other event is stored at once, after the waiting ones."""
+        if event.is_dagster_event and event.dagster_event_type == DagsterEventType.ASSET_MATERIALIZATION:
+            with self._pending_lock:
+                self._pending.append(event)
+                full = len(self._pending) >= MATERIALIZATIONS_BATCH
+                if not full and self._flush_timer is None:
+                    self._flush_timer = threading.Timer(MATERIALIZATIONS_WAIT_S, self.flush_pending)
+                    self._flush_timer.daemon = True
+                    self._flush_timer.start()
+            if full:
+                self.flush_pending()
+            return
+        self.flush_pending()
+        super().store_event(event)
+
+    def flush_pending(self) -> None:
+        """Store the waiting materializations now, in order, one batch per run."""
+        with self._pending_lock:
+            events, self._pending = self._pending, []
+            if self._flush_timer is not None:
+                self._flush_timer.cancel()
+                self._flush_timer = None
+            if not events:
+                return
+            self._flushing.active = True
+            try:
+                for i, run_events in enumerate(groups := _by_run(events)):
+                    try:
+                        self.store_event_batch(run_events)
+                    except BaseException:
+                        # Kept for the next store or read, which raises in its caller's thread.
+                        self._pending[:0] = [e for g in groups[i:] for e in g]
+                        raise
+            finally:
+                self._flushing.active = False
+
     @contextmanager
     def _connect(self, shard: str) -> Iterator[Connection]:
+        if self._pending and not getattr(self._flushing, "active", False):
+            self.flush_pending()  # whoever reads or writes next sees every materialization before
         with self._db_lock:
             engine = self._engine(shard)
             if shard not in self._initialized_dbs:
@@ -126,7 +182,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             batch = []
         for event in events:
             if not any(event is e for e in batch):
-                self.store_event(event)
+                SqliteEventLogStorage.store_event(self, event)
         if not batch:
             return
         statements = [self.prepare_insert_event(event) for event in batch]
@@ -142,6 +198,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 self._store_asset_event(conn, event, event_id)
 
     def dispose(self) -> None:
+        self.flush_pending()
         super().dispose()  # stops the watchers' threads first: they read through these connections
         # A connection is only used under the storage's lock: closing one another thread is using
         # would crash the process (SQLite frees it under the other thread's feet).
@@ -191,6 +248,28 @@ def default_base_dir() -> str:
     if not home:
         raise ValueError("PooledSqliteEventLogStorage needs base_dir in its config, or DAGSTER_HOME set")
     return os.path.join(os.path.abspath(home), "history", "runs")
+
+
+_WRITERS: weakref.WeakSet[PooledSqliteEventLogStorage] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for storage in list(_WRITERS):
+        try:
+            storage.flush_pending()
+        except Exception:  # the process is ending: what cannot be stored is lost, as with a crash
+            pass
+
+
+def _by_run(events: list[EventLogEntry]) -> list[list[EventLogEntry]]:
+    groups: list[list[EventLogEntry]] = []
+    for event in events:
+        if groups and groups[-1][0].run_id == event.run_id:
+            groups[-1].append(event)
+        else:
+            groups.append([event])
+    return groups
 
 
 def _is_asset_event(event: EventLogEntry) -> bool:
