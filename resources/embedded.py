@@ -487,6 +487,20 @@ class SqliteTripleStore:
                 total += cur.rowcount
         return total
 
+    def count_subjects(
+        self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
+    ) -> int:
+        subjects = list(dict.fromkeys(subjects))
+        total = 0
+        for start in range(0, len(subjects), 500):  # under SQLite's limit of bound parameters
+            part = subjects[start : start + 500]
+            sql = (
+                "SELECT COUNT(*) FROM quads WHERE workspace = ? AND collection = ? AND d = ? "
+                f"AND s IN ({', '.join('?' * len(part))})"
+            )
+            total += self.db.read(sql, [self.workspace, collection, g or "", *part])[0][0]
+        return total
+
     def count(self, collection: str = DEFAULT_COLLECTION, g: str | None = None) -> int:
         sql = "SELECT COUNT(*) FROM quads WHERE workspace = ? AND collection = ?"
         params: list = [self.workspace, collection]

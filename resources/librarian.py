@@ -15,11 +15,14 @@ import dataclasses
 import hashlib
 import io
 import logging
+import os
 import re
+import threading
 import typing
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import BinaryIO, TypeVar
 
@@ -70,6 +73,23 @@ def record_columns(kind: str) -> list[tuple[str, type]]:
     if cols[0][0] != "document_id" or any(t not in (str, int, bool, datetime) for _, t in cols):
         raise TypeError(f"record type {cls.__name__} needs document_id first and str/int/bool/datetime fields")
     return cols
+
+
+IO_THREADS = 16
+_io_pool: tuple[int, ThreadPoolExecutor] | None = None
+_io_pool_lock = threading.Lock()
+
+
+def io_pool() -> ThreadPoolExecutor:
+    """The process's threads for concurrent object writes and reads (created once, not per call).
+
+    Only requests that wait for nothing else run here, so callers may share it without deadlock.
+    A forked child gets a pool of its own: the parent's threads do not exist in it."""
+    global _io_pool
+    with _io_pool_lock:
+        if _io_pool is None or _io_pool[0] != os.getpid():
+            _io_pool = (os.getpid(), ThreadPoolExecutor(max_workers=IO_THREADS, thread_name_prefix="librarian-io"))
+        return _io_pool[1]
 
 
 def now_utc() -> datetime:
@@ -260,13 +280,14 @@ class LibrarianService:
             raise DocumentExists(f"document {id!r} already exists in workspace {self.workspace!r}")
         return meta
 
-    def put_children(self, children: Sequence[Child]) -> list[DocumentMetadata]:
+    def put_children(self, children: Sequence[Child], known_parents: Iterable[str] = ()) -> list[DocumentMetadata]:
         """Store many child documents at once, idempotently: objects written concurrently, then
         their rows in batches. A child's id and object key are deterministic, so writing the same
         child again replaces it with itself; unlike add_child_document, an existing id is not an
-        error. Objects go first: a row never points to a missing object."""
-        from concurrent.futures import ThreadPoolExecutor
+        error. Objects go first: a row never points to a missing object.
 
+        Every parent must exist; those in known_parents (the caller has just stored or read them)
+        are not read again, which for a small document is most of what storing its children costs."""
         children = list(children)
         if not children:
             return []
@@ -275,9 +296,9 @@ class LibrarianService:
             check_kind(child.kind)
             if child.document_type not in DOCUMENT_TYPES or child.document_type == SOURCE:
                 raise LibrarianError(f"document type {child.document_type!r} of child {child.id!r} is not a child type")
-        parents = sorted({check_id(c.parent_id, "parent id") for c in children})
-        with ThreadPoolExecutor(max_workers=8) as pool:  # one read each: concurrently
-            found = list(pool.map(lambda parent_id: self.documents.get(self.workspace, parent_id), parents))
+        known = set(known_parents)
+        parents = sorted({check_id(c.parent_id, "parent id") for c in children} - known)
+        found = list(io_pool().map(lambda parent_id: self.documents.get(self.workspace, parent_id), parents))
         for parent_id, parent in zip(parents, found):
             if parent is None:
                 raise DocumentNotFound(f"parent document {parent_id!r} not found in workspace {self.workspace!r}")
@@ -298,9 +319,11 @@ class LibrarianService:
             )
             for c in children
         ]
-        with ThreadPoolExecutor(max_workers=8) as pool:
+        if len(metas) == 1:  # a thread hand-off costs more than the one request
+            self.objects.put(metas[0].object_id, children[0].content, metas[0].kind)
+        else:
             list(
-                pool.map(
+                io_pool().map(
                     lambda pair: self.objects.put(pair[0].object_id, pair[1].content, pair[0].kind),
                     zip(metas, children),
                 )

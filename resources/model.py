@@ -227,6 +227,12 @@ class TripleStore(Protocol):
 
     def count(self, collection: str = DEFAULT_COLLECTION, g: str | None = None) -> int: ...
 
+    def count_subjects(
+        self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
+    ) -> int:
+        """Quads of graph g whose subject is one of subjects, read from the store."""
+        ...
+
 
 @dataclass(frozen=True)
 class Child:
@@ -347,7 +353,10 @@ class Librarian(Protocol):
 
     def remove_document(self, id: str) -> int: ...
 
-    def put_children(self, children: Sequence[Child]) -> list[DocumentMetadata]: ...
+    def put_children(self, children: Sequence[Child], known_parents: Iterable[str] = ()) -> list[DocumentMetadata]:
+        """Store child documents, idempotently; known_parents: parent ids the caller has just
+        stored or read, not read again (every other parent must exist)."""
+        ...
 
     def register_documents(self, documents: Sequence[DocumentMetadata]) -> list[DocumentMetadata]:
         """Register source documents whose bytes are in the object store already (an import),

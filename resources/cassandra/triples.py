@@ -111,6 +111,7 @@ class CassandraTripleStore:
         self._ins_coll = f"INSERT INTO {qks}.quads_by_collection (collection, d, s, p, o, otype, dtype, lang) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
         sel = f"SELECT p, otype, s, o, d, dtype, lang FROM {qks}.quads_by_entity WHERE collection = ? AND entity = ? AND role = ?"
         self._sel_role = sel
+        self._sel_role_d = f"SELECT d FROM {qks}.quads_by_entity WHERE collection = ? AND entity = ? AND role = ?"
         self._sel_role_p = sel + " AND p = ?"
         self._sel_coll = f"SELECT d, s, p, o, otype, dtype, lang FROM {qks}.quads_by_collection WHERE collection = ?"
         self._sel_coll_d = self._sel_coll + " AND d = ?"
@@ -262,6 +263,18 @@ class CassandraTripleStore:
                     )
         self._write(work, what)
         return n
+
+    def count_subjects(
+        self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
+    ) -> int:
+        """One read of each subject's partition, all at once (the driver's concurrent requests)."""
+        g = g or DEFAULT_GRAPH
+        what = f"counting triples of keyspace {self.keyspace}"
+        results = self.c.execute_many(
+            ((self._sel_role_d, (collection, s, S)) for s in dict.fromkeys(subjects)), what, self.concurrency
+        )
+        with self.c.errors(what):
+            return sum(1 for rows in results for r in rows if r.d == g)
 
     def count(self, collection: str = DEFAULT_COLLECTION, g: str | None = None) -> int:
         what = f"counting triples of keyspace {self.keyspace}"

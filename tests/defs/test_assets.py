@@ -232,6 +232,7 @@ def test_an_oversize_document_is_refused_without_reading_it(tmp_path, instance, 
     keys = upload(lib, {"large.md": (b"# Large\n\n" + b"word " * 1000, "text/markdown")})
     reads = []
     monkeypatch.setattr(type(lib), "get_content", lambda self, doc_id: reads.append(doc_id) or b"")
+    monkeypatch.setattr(type(lib.objects), "open", lambda self, object_id, *a: reads.append(object_id) or iter([b""]))
     run(resource, instance, keys)
     assert reads == []
     assert "above the limit of 1000 (UD_DECODE_MAX_BYTES)" in lib.get_failure("large.md").error

@@ -82,7 +82,7 @@ def test_children_present_fails_when_the_store_loses_an_image(resource, instance
     lib = resource.get()
     real_put = type(lib).put_children
 
-    def losing_put(self, children):
+    def losing_put(self, children, known_parents=()):
         return real_put(
             self,
             [
@@ -90,6 +90,7 @@ def test_children_present_fails_when_the_store_loses_an_image(resource, instance
                 for c in children
                 if not (c.document_type == "image" and c.title == "Image 1" and c.parent_id.startswith("urn:page:"))
             ],
+            known_parents,
         )
 
     monkeypatch.setattr(type(lib), "put_children", losing_put)

@@ -17,6 +17,7 @@ from resources.model import (
     PAGE,
     SECTION,
     SOURCE,
+    Child,
     DocumentExists,
     DocumentNotFound,
     LibrarianError,
@@ -210,6 +211,43 @@ def test_child_of_missing_parent_is_refused(librarian):
     with pytest.raises(DocumentNotFound, match="missing-parent"):
         librarian.add_child_document("missing-parent", "urn:page:1", "text/plain", b"page", PAGE)
     assert not librarian.exists("urn:page:1")
+
+
+def test_put_children_stores_them_idempotently_under_existing_parents(librarian):
+    librarian.add_document("src", "text/plain", b"source")
+    page = Child("src", "urn:page:src/1", "text/plain", b"page one", PAGE, "Page 1", ("generation:g",))
+    chunk = Child("urn:page:src/1", "urn:chunk:src/1/0", "text/plain", b"chunk", CHUNK, "Chunk 0")
+    assert [m.id for m in librarian.put_children([page])] == ["urn:page:src/1"]
+    librarian.put_children([chunk])
+    librarian.put_children([page, chunk])  # again: each replaces itself
+    assert [c.id for c in librarian.list_children("src")] == ["urn:page:src/1"]
+    assert librarian.get_content("urn:chunk:src/1/0") == b"chunk"
+    assert librarian.get_metadata("urn:page:src/1").tags == ("generation:g",)
+    orphan = Child("ghost", "urn:page:ghost/1", "text/plain", b"x", PAGE)
+    with pytest.raises(DocumentNotFound, match="ghost"):
+        librarian.put_children([orphan])
+    assert not librarian.exists("urn:page:ghost/1")
+
+
+def test_put_children_reads_only_the_parents_it_is_not_told_about(librarian, monkeypatch):
+    """A stage that has just stored (or read) the parents says so: a small document's children
+    then cost no reads of their parents."""
+    librarian.add_document("src", "text/plain", b"source")
+    librarian.put_children([Child("src", "urn:page:src/1", "text/plain", b"p1", PAGE)])
+    librarian.put_children([Child("src", "urn:page:src/2", "text/plain", b"p2", PAGE)])
+    read: list[str] = []
+    real_get = librarian.documents.get
+    monkeypatch.setattr(librarian.documents, "get", lambda ws, id: read.append(id) or real_get(ws, id))
+    chunks = [
+        Child("urn:page:src/1", "urn:chunk:src/1/0", "text/plain", b"c1", CHUNK),
+        Child("urn:page:src/2", "urn:chunk:src/2/0", "text/plain", b"c2", CHUNK),
+    ]
+    librarian.put_children(chunks, known_parents=["urn:page:src/1"])
+    assert read == ["urn:page:src/2"]
+    read.clear()
+    librarian.put_children(chunks, known_parents=["urn:page:src/1", "urn:page:src/2"])
+    assert read == []
+    assert librarian.get_content("urn:chunk:src/2/0") == b"c2"
 
 
 def test_child_document_type_is_checked(librarian):

@@ -149,3 +149,17 @@ def test_many_quads(triples):
     assert triples.delete_subjects([f"urn:chunk:{i}" for i in range(0, 500, 2)]) == 500
     assert triples.count() == 500
     assert len(triples.query(p=KNOWS)) == 250
+
+
+def test_count_subjects_reads_the_quads_of_those_subjects_in_one_graph(loaded):
+    def expected(subjects, g):
+        return sum(1 for q in QUADS if q.s in subjects and q.g == g)
+
+    assert loaded.count_subjects([ALICE, BOB, EX + "nobody"], GRAPH_SOURCE) == expected({ALICE, BOB}, GRAPH_SOURCE) == 6
+    assert loaded.count_subjects([ALICE, ALICE], GRAPH_SOURCE) == 6  # a subject counts once
+    assert loaded.count_subjects([ALICE, BOB, CAROL], "") == expected({ALICE, BOB, CAROL}, "") == 3
+    assert loaded.count_subjects([BOB], "urn:graph:retrieval") == 1
+    assert loaded.count_subjects([], GRAPH_SOURCE) == 0
+    assert loaded.count_subjects([ALICE], GRAPH_SOURCE, collection="other") == 0
+    loaded.delete_subjects([ALICE], GRAPH_SOURCE)
+    assert loaded.count_subjects([ALICE], GRAPH_SOURCE) == 0  # read from the store, not remembered

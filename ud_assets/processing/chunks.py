@@ -64,7 +64,8 @@ def chunks_stage(
 
     # The chunks' objects and rows, and their triples, go side by side: neither needs the other.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunk-children") as pool:
-        children_written = pool.submit(lib.put_children, new_chunks)
+        # Their parents are the generation's sections, stored before this stage runs.
+        children_written = pool.submit(lib.put_children, new_chunks, [s.id for s in sections])
         if not fresh_sections:
             subjects = sorted({q.s for q in quads} - {ids.agent_iri(chunking.CHUNKER_COMPONENT)})
             lib.triples.delete_subjects(subjects, GRAPH_SOURCE, lib.collection)

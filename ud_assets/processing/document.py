@@ -20,7 +20,8 @@ def open_attempt(
     meta = librarian.get_metadata(document_id)
     if meta.parent_id:
         raise DocumentFailed(document_id, f"is a {meta.document_type} of {meta.parent_id}, not a source document")
-    head = librarian.read_range(document_id, 0, DETECTION_BYTES)
+    # The head from the object store by the metadata just read (the librarian's read_range reads it again).
+    head = librarian.objects.read_range(meta.object_id, 0, min(DETECTION_BYTES, meta.size)) if meta.size else b""
     info = describe_document(
         head, document_id, config, filename=meta.title, declared_kind=meta.kind, title=meta.title, version=version
     )

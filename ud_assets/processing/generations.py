@@ -14,7 +14,7 @@ import uuid
 from collections import Counter
 from datetime import UTC, datetime
 
-from resources.model import GRAPH_SOURCE, IMAGE, Librarian, LibrarianError, Quad
+from resources.model import GRAPH_SOURCE, IMAGE, DocumentMetadata, Librarian, LibrarianError, Quad
 from resources.records import Failure, Generation
 from ud_assets.decoding import ids
 from ud_assets.decoding.model import DECODER_LOGIC_VERSION, Element, Section
@@ -119,15 +119,22 @@ def refuse_known_failure(attempt: Attempt) -> Failure | None:
 # -- children of other generations --------------------------------------------------------------
 
 
-def stale_children(attempt: Attempt) -> list[str]:
+def stale_children(
+    attempt: Attempt, children: list[DocumentMetadata] | None = None, committed: bool = False
+) -> list[str]:
     """Children that belong neither to this attempt's generation nor to the current one.
 
     After a commit the current generation is this one, so every other child is stale; before it,
-    the current generation's children are still the ones readers use, and stay."""
+    the current generation's children are still the ones readers use, and stay. committed: this
+    run has just committed the attempt's generation (no need to read which one is current);
+    children: the document's children as read after that, when the caller has them."""
     lib = attempt.librarian
-    current = lib.get_generation(attempt.document_id)
-    keep = {attempt.tag} | ({generation_tag(current.fingerprint)} if current is not None else set())
-    return [c.id for c in lib.list_children(attempt.document_id) if not keep & set(c.tags)]
+    keep = {attempt.tag}
+    if not committed:
+        current = lib.get_generation(attempt.document_id)
+        keep |= {generation_tag(current.fingerprint)} if current is not None else set()
+    listed = lib.list_children(attempt.document_id) if children is None else children
+    return [c.id for c in listed if not keep & set(c.tags)]
 
 
 # -- commit -------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from resources.model import IMAGE, Child
+from resources.model import IMAGE, Child, DocumentMetadata
 from ud_assets.processing.model import Attempt, Built, ImagesResult
 from ud_assets.processing.sections import LISTED_IDS
 
@@ -19,7 +19,7 @@ def images_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> Image
         for r in built.images
         if rewrite or not lib.exists(r.id)
     ]
-    lib.put_children(new)
+    lib.put_children(new, known_parents=[s.id for s in built.sections])  # stored or checked before
     return ImagesResult(
         len(new),
         not rewrite and len(new) == len(built.images),  # fresh: none of them existed before
@@ -34,10 +34,13 @@ def images_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> Image
     )
 
 
-def missing_children(attempt: Attempt, built: Built) -> list[str]:
-    """Ids of this generation's pages, sections and images that the librarian does not hold."""
+def missing_children(attempt: Attempt, built: Built, children: list[DocumentMetadata] | None = None) -> list[str]:
+    """Ids of this generation's pages, sections and images that the librarian does not hold.
+
+    children: the document's children as just read, when the caller has them."""
     lib = attempt.librarian
-    stored = {c.id for c in lib.list_children(attempt.document_id)}
+    listed = lib.list_children(attempt.document_id) if children is None else children
+    stored = {c.id for c in listed}
     for parent in {r.parent for r in built.images}:
         stored |= {c.id for c in lib.list_children(parent)}
     return [i for i in [s.id for s in built.sections] + [r.id for r in built.images] if i not in stored]

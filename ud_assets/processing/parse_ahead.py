@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-from resources.model import Librarian, LibrarianError
+from resources.model import DocumentMetadata, Librarian, LibrarianError
 from ud_assets.decoding import ids
 from ud_assets.decoding.decoder import describe_document, partition_document
 from ud_assets.decoding.limits import Limits
@@ -61,6 +61,7 @@ class ParseAhead:
         self._futures: dict[str, Future[Parsed | None]] = {}  # parses running or not yet handed out
         self._finished: dict[str, Future[Parsed | None]] = {}  # handed out, not yet taken or released
         self.waited: dict[str, float] = {}  # seconds the caller waited for each document's parse
+        self._metadata: dict[str, DocumentMetadata] = {}  # read once, by largest_first
         # A batch is worth warming for every format once, before its first parse (the first
         # parses wait for it): each child then starts with every parser imported.
         self._pool.submit(warm_up)
@@ -94,7 +95,8 @@ class ParseAhead:
 
         def size(document_id: str) -> int:
             try:
-                return self.librarian.get_metadata(document_id).size
+                meta = self._metadata[document_id] = self.librarian.get_metadata(document_id)
+                return meta.size
             except LibrarianError:  # reported by process_document, not here
                 return 0
 
@@ -116,13 +118,13 @@ class ParseAhead:
 
     def _parse(self, document_id: str) -> Parsed | None:
         lib = self.librarian
-        meta = lib.get_metadata(document_id)
+        meta = self._metadata.pop(document_id, None) or lib.get_metadata(document_id)
         if meta.parent_id or meta.size > Limits.from_env().max_bytes:
             return None  # refused by the document's own processing, with its cause
         fingerprint = ids.fingerprint(meta.sha256, self.version, self.config)
         if not needs_decoding(lib, document_id, fingerprint, self.force):
             return None
-        data = lib.get_content(document_id)
+        data = b"".join(lib.objects.open(meta.object_id))  # the metadata is read already
         info = describe_document(
             data[:DETECTION_BYTES],
             document_id,

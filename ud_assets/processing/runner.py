@@ -157,8 +157,11 @@ def _run(
         if chunked is not None:
             outcome.chunks = chunked.result()
 
-    if todo & {SECTIONS, IMAGES}:
-        outcome.missing_children = missing_children(attempt, built)
-    if todo & {SECTIONS, PROVENANCE}:
-        outcome.stale_children = stale_children(attempt)
+    if todo & {SECTIONS, IMAGES, PROVENANCE}:
+        # What the checks report is read back from the librarian: one read of the children for both.
+        children = attempt.librarian.list_children(attempt.document_id)
+        if todo & {SECTIONS, IMAGES}:
+            outcome.missing_children = missing_children(attempt, built, children)
+        if todo & {SECTIONS, PROVENANCE}:
+            outcome.stale_children = stale_children(attempt, children, committed=outcome.provenance is not None)
     return outcome

@@ -25,7 +25,7 @@ def sections_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> Sec
         for s in built.sections
         if s.id not in stored
     ]
-    lib.put_children(new)
+    lib.put_children(new, known_parents=[attempt.document_id])  # read by open_attempt
     metadata = sections_metadata(attempt, built.sections, len(new))
     metadata["sections_s"] = round(time.perf_counter() - started, 3)
     fresh = not rewrite and len(new) == len(built.sections)  # none of them existed before
