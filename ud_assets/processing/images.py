@@ -7,7 +7,6 @@ from collections import Counter
 
 from resources.model import IMAGE, Child, DocumentMetadata
 from ud_assets.processing.model import Attempt, Built, ImagesResult
-from ud_assets.processing.sections import LISTED_IDS
 
 
 def images_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> ImagesResult:
@@ -28,7 +27,6 @@ def images_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> Image
             "written": len(new),
             "bytes": sum(len(r.data) for r in built.images),
             "by_mime_type": dict(Counter(r.mime_type for r in built.images)),
-            "image_ids": [r.id for r in built.images][:LISTED_IDS],
             "store_s": round(time.perf_counter() - started, 3),
         },
     )

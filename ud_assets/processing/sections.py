@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from resources.model import Child
 from ud_assets.decoding.model import Section
 from ud_assets.processing.model import Attempt, Built, Metadata, MissingInput, SectionsResult
 
 PREVIEW_CHARACTERS = 1500
-LISTED_IDS = 200  # ids listed in metadata; the row count says how many there are
 
 
 def sections_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> SectionsResult:
@@ -62,10 +60,6 @@ def sections_metadata(attempt: Attempt, sections: list[Section], written: int) -
     if first is not None:
         snippet = first.text[:PREVIEW_CHARACTERS] + ("…" if len(first.text) > PREVIEW_CHARACTERS else "")
         preview = f"**{first.label}** (chars {first.char_offset}–{first.char_offset + first.char_length})\n\n{snippet}"
-    positions: list[dict[str, Any]] = [
-        {"id": s.id, "label": s.label, "page": s.page_number, "offset": s.char_offset, "length": s.char_length}
-        for s in sections[:50]
-    ]
     return {
         "pages": sum(1 for s in sections if s.type == "page"),
         "sections": sum(1 for s in sections if s.type == "section"),
@@ -75,7 +69,5 @@ def sections_metadata(attempt: Attempt, sections: list[Section], written: int) -
         "written": written,
         "mime_type": attempt.info.mime_type,
         "strategy_used": attempt.info.strategy_used,
-        "child_ids": [s.id for s in sections][:LISTED_IDS],
-        "positions": positions,
         "preview": preview,
     }
