@@ -121,3 +121,28 @@ def test_workspaces_sharing_a_store_never_share_a_generations_objects(tmp_path):
     first.remove_document("notes.md")
     outcome = process_document(second, "notes.md", DecoderConfig(), ("sections",))  # reads the stored elements
     assert outcome.sections is not None and outcome.sections.written == 1
+
+
+def test_provenance_on_its_own_never_deletes_the_decoder_agents_shared_description(resource, monkeypatch):
+    """Every document's provenance describes the same software agent. A stage run on its own
+    clears its generation's subjects before writing them again; clearing the agent too would take
+    its description away from documents stored at the same time (their triple check then failed)."""
+    from ud_assets.decoding import ids
+    from ud_assets.decoding.model import COMPONENT
+
+    lib = resource.get()
+    lib.add_document("a.md", "text/markdown", docgen.markdown(), title="a.md")
+    process_document(lib, "a.md", DecoderConfig(), ["document", "elements", "sections", "images"])
+    deleted: list[str] = []
+    real_delete = type(lib.triples).delete_subjects
+
+    def recording_delete(self, subjects, *args, **kwargs):
+        subjects = list(subjects)
+        deleted.extend(subjects)
+        return real_delete(self, subjects, *args, **kwargs)
+
+    monkeypatch.setattr(type(lib.triples), "delete_subjects", recording_delete)
+    outcome = process_document(lib, "a.md", DecoderConfig(), ["provenance_triples"])
+    assert deleted and ids.agent_iri(COMPONENT) not in deleted
+    assert outcome.provenance.triples_stored == outcome.provenance.triples_expected
+    assert lib.triples.query(s=ids.agent_iri(COMPONENT))  # still described

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from resources.model import GRAPH_SOURCE, Librarian, Quad, Term
 from ud_assets.decoding import ids
 from ud_assets.decoding.decoder import build_triples
+from ud_assets.decoding.model import COMPONENT as DECODER_COMPONENT
 from ud_assets.decoding.model import Element
 from ud_assets.decoding.provenance import RDF_TYPE, Triple
 from ud_assets.processing.generations import commit, generation_diff
@@ -39,7 +40,9 @@ def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fr
     quads = [to_quad(t) for t in build_triples(attempt.info, built.sections, built.images, attempt.now)]
     # Same ids on a re-run: clear this generation's subjects first, so nothing doubles.
     if not fresh_children:
-        entity_subjects = {q.s for q in quads} - {ids.document_iri(document_id)}
+        # Not the decoder agent's own description: every document shares it, and deleting it here
+        # would take it away from the others being stored at the same time (and fail their check).
+        entity_subjects = {q.s for q in quads} - {ids.document_iri(document_id), ids.agent_iri(DECODER_COMPONENT)}
         lib.triples.delete_subjects(sorted(entity_subjects), GRAPH_SOURCE, lib.collection)
     # The document's own triples are written by the commit, which replaces the previous ones.
     doc_iri = ids.document_iri(document_id)
