@@ -4,7 +4,6 @@ import faulthandler
 import os
 import signal
 import statistics
-import threading
 import time
 
 import pytest
@@ -248,36 +247,6 @@ def test_a_pdf_too_short_to_split_is_planned_and_parsed_in_a_reusable_child():
             spawned.append(stats["spawn_ms"] is not None)
     assert spawned.count(True) <= 1, spawned
     assert _no_children_left()
-
-
-def test_a_split_pdf_takes_every_parse_slot_and_is_not_starved():
-    """While a PDF's page ranges wait for the parse slots, a document arriving later waits too,
-    though a slot is free: the split gets its cores as soon as the parse before it ends."""
-    slots = isolation.ParseSlots(2)
-    order: list[str] = []
-
-    def hold(count: int, name: str) -> threading.Thread:
-        def run():
-            with slots.hold(count):
-                order.append(name)
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        return thread
-
-    with slots.hold(1):  # a document is being parsed
-        wide = hold(2, "page ranges")
-        deadline = time.monotonic() + 10
-        while not slots._wide_waiting and time.monotonic() < deadline:
-            time.sleep(0.01)
-        single = hold(1, "next document")
-        time.sleep(0.3)
-        assert order == []  # neither starts while the first parse runs
-    wide.join(10)
-    single.join(10)
-    assert order == ["page ranges", "next document"]
-    with slots.hold(5):  # more ranges than slots: all of them
-        assert slots._free == 0
 
 
 def test_an_unreadable_pdf_big_enough_to_split_fails_as_the_whole_parse_does(warm):

@@ -30,8 +30,7 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
@@ -198,7 +197,6 @@ class IsolatedPartitioner:
         self.warm = warm
         self.isolate = (isolation_enabled() if isolate is None else isolate) and isolation_available()
         self.warm_up_s = 0.0  # seconds this partitioner's calls spent warming the process
-        self.slots = ParseSlots(self.limits.workers)
 
     def __enter__(self) -> IsolatedPartitioner:
         self.start()
@@ -238,8 +236,7 @@ class IsolatedPartitioner:
             and len(data) >= SPLIT_MIN_BYTES
         ):
             return self._partition_pdf(args)
-        with self.slots.hold(1):
-            return _run(self.target, self.limits, args)
+        return _run(self.target, self.limits, args)
 
     def _partition_pdf(self, args: _Args) -> tuple[Partitioned, PartitionStats]:
         """A large PDF as page ranges parsed in concurrent children (one per worker), then merged.
@@ -250,18 +247,11 @@ class IsolatedPartitioner:
         from functools import partial
 
         started = time.perf_counter()
-        with self.slots.hold(1):
-            plan, plan_stats = _run(plan_pdf, self.limits, args)
+        plan, plan_stats = _run(plan_pdf, self.limits, args)
         ranges = pdf_page_ranges(plan, args[2], self.limits.workers)
         if not ranges:
-            with self.slots.hold(1):
-                return _run(self.target, self.limits, args)
-        # The ranges take every parse slot: their children are the cores the split counts on, and
-        # a long PDF is a batch's critical path; other documents parse once it is done.
-        with (
-            self.slots.hold(len(ranges)),
-            ThreadPoolExecutor(max_workers=len(ranges), thread_name_prefix="pdf-pages") as pool,
-        ):
+            return _run(self.target, self.limits, args)
+        with ThreadPoolExecutor(max_workers=len(ranges), thread_name_prefix="pdf-pages") as pool:
             futures = [
                 pool.submit(
                     _run_in_child, partial(partition_pdf_pages, pages=pages, strategy=plan.strategy), self.limits, args
@@ -470,37 +460,6 @@ def _run(target: Target[_R], limits: Limits, args: _Args) -> tuple[_R, Partition
     if _reusable(target):
         return _run_in_worker(target, limits, args)
     return _run_in_child(target, limits, args)
-
-
-class ParseSlots:
-    """How many parses of one partitioner run at once (its limits' workers).
-
-    A document takes one slot; a PDF split into page ranges takes as many as it has ranges, and
-    while it waits for them no single document takes a freed one, so it is not starved."""
-
-    def __init__(self, total: int):
-        self.total = max(1, total)
-        self._free = self.total
-        self._wide_waiting = 0
-        self._changed = threading.Condition()
-
-    @contextmanager
-    def hold(self, count: int) -> Iterator[None]:
-        count = max(1, min(count, self.total))
-        with self._changed:
-            self._wide_waiting += count > 1
-            try:
-                while self._free < count or (count == 1 and self._wide_waiting):
-                    self._changed.wait()
-            finally:
-                self._wide_waiting -= count > 1
-            self._free -= count
-        try:
-            yield
-        finally:
-            with self._changed:
-                self._free += count
-                self._changed.notify_all()
 
 
 def _reusable(target: Callable[..., object]) -> bool:
