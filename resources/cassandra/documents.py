@@ -168,7 +168,8 @@ class CassandraDocumentStore:
 
     def insert(self, meta: DocumentMetadata, event: str | None) -> bool:
         result = self.c.execute(self._insert, _meta_to_row(meta), f"writing document {meta.id!r}")
-        if not result.was_applied:
+        # An LWT's first column is "[applied]" (the driver's was_applied refuses our row factory).
+        if not result.one()[0]:
             return False
         if event:
             self.log_event(meta.workspace, meta.id, event, meta.sha256)

@@ -173,6 +173,18 @@ $commitlog
 auto_snapshot: false
 hinted_handoff_enabled: ${UD_CASSANDRA_HINTS:-false}
 
+# Memtables (UD_CASSANDRA_MEMTABLE, lib.sh): 5.0's trie memtable inserts the triple tables' rows
+# (eight clustering columns each) with less CPU than the skip list: Cassandra's CPU for 60 small
+# documents fell from 6.9-7.5 s to 5.8-6.1 s here. Both stay selectable by name per table.
+memtable:
+  configurations:
+    skiplist:
+      class_name: SkipListMemtable
+    trie:
+      class_name: TrieMemtable
+    default:
+      inherits: $UD_CASSANDRA_MEMTABLE
+
 # Keep off-heap memory small: the whole node must stay well under 2 GB RSS.
 file_cache_size: 64MiB
 networking_cache_size: 32MiB

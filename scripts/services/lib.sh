@@ -49,6 +49,9 @@ UD_CASSANDRA_COMMITLOG_WINDOW_MS="${UD_CASSANDRA_COMMITLOG_WINDOW_MS:-}"
 # "allow" (AllowAllAuthenticator, the default) or "password" (PasswordAuthenticator with the
 # stock superuser cassandra/cassandra; env.sh then exports CASSANDRA_USERNAME/PASSWORD).
 UD_CASSANDRA_AUTH="${UD_CASSANDRA_AUTH:-allow}"
+# The memtable every table uses unless it names one: trie (less CPU per row) or skiplist (the
+# stock cassandra.yaml's default).
+UD_CASSANDRA_MEMTABLE="${UD_CASSANDRA_MEMTABLE:-trie}"
 
 # Seconds to wait for each server to become ready before giving up.
 UD_SERVICES_TIMEOUT="${UD_SERVICES_TIMEOUT:-180}"

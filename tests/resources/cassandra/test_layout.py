@@ -37,6 +37,18 @@ def test_object_key_and_content_type(real):
     assert real.objects.uri(meta.object_id) == f"s3://{bucket}/doc/{meta.object_id}"
 
 
+def test_lightweight_insert_reports_a_taken_id(real):
+    # The insert's IF NOT EXISTS result is read from its first column, "[applied]", since the
+    # driver's was_applied refuses the row factory the connection uses (named_rows).
+    import dataclasses
+
+    meta = real.add_document("urn:doc:taken", "text/plain", b"first")
+    assert real.documents.insert(dataclasses.replace(meta, title="second"), None) is False
+    assert real.get_metadata("urn:doc:taken").title == meta.title
+    fresh = dataclasses.replace(meta, id="urn:doc:fresh")
+    assert real.documents.insert(fresh, None) is True
+
+
 def test_document_row_is_trustgraphs(real):
     meta = real.add_document(
         "doc-tg",
