@@ -197,35 +197,33 @@ def test_waiting_materializations_are_stored_within_their_wait(tmp_path):
         writer.dispose()
 
 
-def test_the_writing_process_reads_its_waiting_materializations_at_once(tmp_path, monkeypatch):
+@pytest.fixture
+def patient_writer(tmp_path, monkeypatch):
+    """A writer whose materializations would wait a minute: only what the test does stores them."""
+    import ud_assets.instance.event_log as event_log
+
+    monkeypatch.setattr(event_log, "MATERIALIZATIONS_WAIT_S", 60.0)
+    writer = PooledSqliteEventLogStorage(str(tmp_path))
+    yield writer
+    writer.dispose()
+
+
+def test_the_writing_process_reads_its_waiting_materializations_at_once(tmp_path, patient_writer):
     """A check result looks up the materialization it checks: its own step's, just yielded."""
-    import ud_assets.instance.event_log as event_log
-
-    monkeypatch.setattr(event_log, "MATERIALIZATIONS_WAIT_S", 60.0)
-    writer = PooledSqliteEventLogStorage(str(tmp_path))
-    try:
-        writer.store_event(materialization("first", "a"))
-        assert writer._pending, "the materialization should wait"
-        assert partitions_stored(tmp_path) == set()
-        assert writer.get_materialized_partitions(dg.AssetKey("first")) == {"a"}
-        assert partitions_stored(tmp_path) == {"a"}
-    finally:
-        writer.dispose()
+    patient_writer.store_event(materialization("first", "a"))
+    assert patient_writer._pending, "the materialization should wait"
+    assert partitions_stored(tmp_path) == set()
+    assert patient_writer.get_materialized_partitions(dg.AssetKey("first")) == {"a"}
+    assert partitions_stored(tmp_path) == {"a"}
 
 
-def test_any_other_event_stores_the_waiting_materializations_first(tmp_path, monkeypatch):
-    import ud_assets.instance.event_log as event_log
-
-    monkeypatch.setattr(event_log, "MATERIALIZATIONS_WAIT_S", 60.0)
-    writer = PooledSqliteEventLogStorage(str(tmp_path))
-    try:
-        writer.store_event(materialization("first", "a"))
-        writer.store_event(materialization("first", "b"))
-        writer.store_event(log_line("between"))
-        writer.store_event(materialization("first", "c"))
-        writer.store_event(log_line("after"))
-    finally:
-        writer.dispose()
+def test_any_other_event_stores_the_waiting_materializations_first(tmp_path, patient_writer):
+    patient_writer.store_event(materialization("first", "a"))
+    patient_writer.store_event(materialization("first", "b"))
+    patient_writer.store_event(log_line("between"))
+    patient_writer.store_event(materialization("first", "c"))
+    patient_writer.store_event(log_line("after"))
+    patient_writer.dispose()
     reader = PooledSqliteEventLogStorage(str(tmp_path))
     try:
         order = [

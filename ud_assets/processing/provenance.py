@@ -38,14 +38,14 @@ def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fr
             f"not stored; materialize {first} first",
         )
     quads = [to_quad(t) for t in build_triples(attempt.info, built.sections, built.images, attempt.now)]
+    doc_iri = ids.document_iri(document_id)
     # Same ids on a re-run: clear this generation's subjects first, so nothing doubles.
     if not fresh_children:
         # Not the decoder agent's own description: every document shares it, and deleting it here
         # would take it away from the others being stored at the same time (and fail their check).
-        entity_subjects = {q.s for q in quads} - {ids.document_iri(document_id), ids.agent_iri(DECODER_COMPONENT)}
+        entity_subjects = {q.s for q in quads} - {doc_iri, ids.agent_iri(DECODER_COMPONENT)}
         lib.triples.delete_subjects(sorted(entity_subjects), GRAPH_SOURCE, lib.collection)
     # The document's own triples are written by the commit, which replaces the previous ones.
-    doc_iri = ids.document_iri(document_id)
     lib.triples.insert([q for q in quads if q.s != doc_iri], lib.collection)
     sections = built.sections
     summary = {
@@ -57,7 +57,7 @@ def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fr
         # What the generation consists of, so that a skip can check it is all there (generations.problems).
         "children": len(sections),
         "image_parents": dict(sorted(Counter(r.parent for r in built.images).items())),
-        "document_triples": sum(1 for q in quads if q.s == ids.document_iri(document_id)),
+        "document_triples": sum(1 for q in quads if q.s == doc_iri),
     }
     diff = generation_diff(attempt, sections, elements)
     removed = commit(attempt, quads, summary)
@@ -73,7 +73,7 @@ def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fr
             "graph": GRAPH_SOURCE,
             "subjects": len(subjects),
             "entities_by_type": dict(sorted(entities.items())),
-            "document_iri": ids.document_iri(document_id),
+            "document_iri": doc_iri,
             "store_s": round(time.perf_counter() - started, 3),
             "old_generation_children_removed": len(removed),
             **({"changes_from_previous_generation": diff} if diff else {}),
