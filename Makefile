@@ -121,7 +121,7 @@ OUT ?= bench-out/bench.json
 BENCH_ARGS ?=
 bench: setup services-up bench-setup
 	@eval "$$(scripts/services/env.sh)" && $(PY) -m bench $(if $(CORPUS),--corpus $(CORPUS)) --out $(OUT) $(BENCH_ARGS)
-	@eval "$$(scripts/services/env.sh)" && $(PY) -m bench.library --backend both --documents $(LIBRARY_DOCUMENTS) --out $(dir $(OUT))library.json
+	@eval "$$(scripts/services/env.sh)" && $(PY) -m bench.library --backend both --documents $(LIBRARY_DOCUMENTS) --out $(dir $(OUT))library.json --into $(OUT)
 
 # Bare unstructured and the decoder side by side on every file of CORPUS (a table and a summary).
 parity: setup

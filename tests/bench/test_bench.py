@@ -393,3 +393,25 @@ def test_breakdown_never_goes_negative_and_formats_percentages():
     assert parts["other_in_document"] == 0.0 and parts["dagster"] == 0.0
     text = report.format_breakdown({"decode": 5.0, "dagster": 5.0}, total=10.0)
     assert "decode" in text and " 50.0 %" in text and len(text.splitlines()) == len(report.BREAKDOWN)
+
+
+def test_small_documents_figures_also_carry_the_issues_names():
+    from bench.run import issue_names
+
+    small = {
+        "small_raw_warm_s": 14.6,
+        "small_graph_s": 50.0,
+        "small_graph_1worker_s": 55.3,
+        "small_graph_total_s": 70.8,
+        "small_ingest_s": 33.9,
+        "small_overhead_median_ms": 476.0,
+        "small_overhead_p95_ms": 932.0,
+    }
+    assert issue_names(small) == {
+        "raw_warm_s": 14.6,
+        "graph_s": 50.0,
+        "graph_single_worker_s": 55.3,
+        "graph_total_s": 70.8,
+        "ingest_s": 33.9,
+        "per_document_overhead_ms": {"median": 476.0, "p95": 932.0},
+    }

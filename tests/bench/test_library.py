@@ -63,3 +63,19 @@ def test_one_backend_is_measured_in_process_and_written_under_its_name(tmp_path)
     assert set(out["backends"]["embedded"]["verdicts"]) == set(library.TARGETS)
     with pytest.raises(SystemExit):
         library.main(["--backend", "sqlite"])
+
+
+def test_the_figures_go_into_the_bench_output_under_library_1m(tmp_path):
+    bench_json = tmp_path / "bench.json"
+    bench_json.write_text(json.dumps({"figures": {"graph_s": 1.0}}))
+    bench_json.with_suffix(".md").write_text("| figure | value |\n|---|---|\n| graph_s | 1.0 s |\n")
+    argv = ["--backend", "embedded", "--documents", "20", "--new", "2", "--out", str(tmp_path / "library.json")]
+    assert library.main([*argv, "--into", str(bench_json)]) == 0
+    out = json.loads(bench_json.read_text())
+    assert out["figures"] == {"graph_s": 1.0}  # what the bench wrote stays
+    measured = json.loads((tmp_path / "library.json").read_text())["backends"]["embedded"]
+    assert out["library_1m"]["documents"] == 20
+    assert out["library_1m"]["embedded"] == {k: measured[k] for k in library.LIBRARY_KEYS}
+    table = bench_json.with_suffix(".md").read_text()
+    assert table.startswith("| figure | value |")
+    assert f"| sensor_tick_s | {measured['sensor_tick_s']} s | <= 1 s |" in table
