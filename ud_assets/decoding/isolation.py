@@ -1,7 +1,7 @@
 """Each document decoded in a forked child with limits, as Apache Tika's pipes isolate each parse.
 
 A parser that hangs, balloons or segfaults takes down one child, never the process that runs a
-batch. The parent imports unstructured once (4-9 s with spaCy and torch) and forks per document,
+batch. The parent imports unstructured once (4-11 s with spaCy) and forks per document,
 so every child starts warm. The child:
 - checks the input (limits.check_input: headers of untrusted bytes are read in the child too);
 - caps its address space at what it has inherited plus memory_mb (RLIMIT_AS), so a runaway
@@ -48,6 +48,7 @@ from .partitioning import (
     pdf_page_ranges,
     plan_pdf,
 )
+from .spacy_loading import load_thinc_without_torch
 
 _R = TypeVar("_R")
 # What a child runs: partition_bytes' arguments, and what it returns.
@@ -138,6 +139,7 @@ def warm_up(mime: str | None = None) -> float:
 def _warm_up(names: list[str]) -> None:
     import importlib
 
+    load_thinc_without_torch()
     for name in names:
         try:
             importlib.import_module(f"unstructured.partition.{name}")

@@ -1,7 +1,8 @@
 """Calling unstructured's partition() offline, and reducing its elements to plain data.
 
-unstructured is imported inside the functions: loading it pulls spaCy and torch (seconds), and
-code that only describes the asset graph must never pay that.
+unstructured is imported inside the functions: loading it pulls spaCy (seconds), and code that
+only describes the asset graph must never pay that. spaCy is loaded without torch
+(spacy_loading.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, TypedDict, cast
 
 from . import detect
 from .model import ConfigError, DecodeError, DecoderConfig, Element, ElementExtra, ImageData
+from .spacy_loading import load_thinc_without_torch
 
 if TYPE_CHECKING:
     from unstructured.documents.elements import Element as UnstructuredElement
@@ -162,6 +164,7 @@ def _partition_bytes(data: bytes, mime: str, config: DecoderConfig, filename: st
 def _partition(
     data: bytes, mime: str, config: DecoderConfig, strategy: str, filename: str | None, starting_page_number: int = 1
 ) -> list[Element]:
+    load_thinc_without_torch()
     from unstructured.partition.auto import partition
 
     from . import images

@@ -1,0 +1,100 @@
+"""spaCy loaded without torch (ud_assets/decoding/spacy_loading.py): a decoding process never loads
+torch for the fast strategy, can still import it (hi_res), and decodes exactly what it decodes
+when spaCy's thinc has loaded torch, as it does in bare unstructured."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests import parity_corpus
+
+# Run in a fresh interpreter: whether torch is loaded is a property of the whole process.
+DECODE = textwrap.dedent(
+    """
+    import json, sys
+    if sys.argv[1] == "torch-first":
+        import torch  # noqa: F401  (as bare unstructured: spaCy's thinc then loads with torch)
+    from ud_assets.decoding import isolation
+    from ud_assets.decoding.detect import detect_mime
+    from ud_assets.decoding.model import DecoderConfig
+    from ud_assets.decoding.partitioning import partition_bytes
+
+    isolation.warm_up()
+    import thinc.compat
+
+    state = {"torch_loaded": "torch" in sys.modules, "thinc_has_torch": thinc.compat.has_torch}
+    decoded = {}
+    for path in sys.argv[2:]:
+        data = open(path, "rb").read()
+        try:
+            elements = partition_bytes(data, detect_mime(data, path), DecoderConfig(strategy="fast"), path).elements
+            decoded[path] = [
+                [e.element_id, e.category, e.text, e.page_number, e.text_as_html, e.category_depth, e.parent_id]
+                for e in elements
+            ]
+        except Exception as exc:
+            decoded[path] = f"{type(exc).__name__}: {exc}"
+    print(json.dumps({**state, "decoded": decoded}))
+    """
+)
+
+
+def _decode(mode: str, paths: list[str]) -> dict:
+    completed = subprocess.run(
+        [sys.executable, "-c", DECODE, mode, *paths], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def test_warm_up_leaves_torch_unloaded_and_importable():
+    script = textwrap.dedent(
+        """
+        import sys
+        from ud_assets.decoding import isolation
+        isolation.warm_up()
+        import thinc.compat
+        before = "torch" in sys.modules
+        import torch
+        print(before, thinc.compat.has_torch, torch.tensor([1, 2]).sum().item())
+        """
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.split() == ["False", "False", "3"]
+
+
+def test_nothing_changes_when_torch_or_thinc_is_already_loaded():
+    script = textwrap.dedent(
+        """
+        import sys
+        import torch
+        from ud_assets.decoding.spacy_loading import load_thinc_without_torch
+        hid = load_thinc_without_torch()
+        import thinc.compat
+        print(hid, sys.modules["torch"] is torch, thinc.compat.has_torch)
+        """
+    )
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert completed.stdout.split() == ["False", "True", "True"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_every_format_decodes_the_same_with_and_without_torch(tmp_path):
+    folder = str(tmp_path)
+    paths = [f"{folder}/{name}" for name in parity_corpus.build(folder)]
+    without = _decode("as-the-decoder", paths)
+    with_torch = _decode("torch-first", paths)
+    assert (without["torch_loaded"], without["thinc_has_torch"]) == (False, False)
+    assert (with_torch["torch_loaded"], with_torch["thinc_has_torch"]) == (True, True)
+    decoded = [path for path, elements in without["decoded"].items() if isinstance(elements, list) and elements]
+    assert len(decoded) >= 40, without["decoded"]
+    # Narrative text vs titles is spaCy's call (unstructured's text-type rules): it must not move.
+    assert without["decoded"] == with_torch["decoded"]
