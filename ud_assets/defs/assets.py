@@ -1,8 +1,8 @@
 """The asset graph: document → elements → sections → images → provenance_triples.
 
 The six assets share one step (a multi-asset): a document is read, partitioned and written
-once per generation, and a run over a batch of partitions pays the process start-up (spaCy,
-torch) once. Each asset is still its own node in the lineage graph, selectable on its own;
+once per generation, and a run over a batch of partitions pays the process start-up
+(unstructured's imports, spaCy) once. Each asset is still its own node in the lineage graph, selectable on its own;
 later stages then start from what earlier ones stored in the librarian.
 
 One bad document never blocks the others: each good partition gets its materializations as
