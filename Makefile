@@ -17,7 +17,7 @@ APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc c
 PYTEST_ARGS ?=
 LIBRARY_DOCUMENTS ?= 1000000
 
-.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env cluster-up cluster-down cluster-env bench bench-setup parity screenshots snapshot dagster-home clean
+.PHONY: help setup system-packages venv demo dev lint test test-fast services-up services-down services-env cluster-up cluster-down cluster-env bench bench-setup trustgraph-code parity screenshots snapshot dagster-home clean
 
 help:
 	@echo "make demo    set up, then decode sample documents through the asset graph (embedded librarian)"
@@ -61,6 +61,10 @@ dev: setup
 services-up:
 	@scripts/services/up.sh
 
+# TrustGraph's own librarian and triple-store code (PyPI sources), which the interop tests run.
+trustgraph-code:
+	@scripts/trustgraph_code.sh
+
 services-down:
 	@scripts/services/down.sh
 
@@ -83,7 +87,7 @@ lint: setup
 	@$(VENV)/bin/ruff format --check .
 	@$(VENV)/bin/mypy
 
-test: setup lint services-up
+test: setup lint services-up trustgraph-code
 	@eval "$$(scripts/services/env.sh)" && $(VENV)/bin/pytest $(PYTEST_ARGS)
 
 # The inner loop: no servers, no browser, no load test, in parallel (a few minutes).
