@@ -501,6 +501,13 @@ class SqliteTripleStore:
             total += self.db.read(sql, [self.workspace, collection, g or "", *part])[0][0]
         return total
 
+    def missing_object_rows(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> list[Quad]:
+        """None: one table answers every pattern here (no per-role rows to lack)."""
+        return []
+
+    def write_object_rows(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> int:
+        return 0
+
     def count(self, collection: str = DEFAULT_COLLECTION, g: str | None = None) -> int:
         sql = "SELECT COUNT(*) FROM quads WHERE workspace = ? AND collection = ?"
         params: list = [self.workspace, collection]

@@ -233,6 +233,16 @@ class TripleStore(Protocol):
         """Quads of graph g whose subject is one of subjects, read from the store."""
         ...
 
+    def missing_object_rows(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> list[Quad]:
+        """Those of the stored quads that TrustGraph's readers cannot find by their object (Cassandra:
+        no role 'O' row in quads_by_entity, as literals written before issue #30); [] where a store has
+        no such index."""
+        ...
+
+    def write_object_rows(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> int:
+        """Make the quads findable by their object again (the repair of missing_object_rows); idempotent."""
+        ...
+
 
 @dataclass(frozen=True)
 class Child:

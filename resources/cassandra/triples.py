@@ -7,10 +7,16 @@ hash suffix). Two tables, exactly as upstream:
     quads_by_entity     PRIMARY KEY ((collection, entity), role, p, otype, s, o, d, dtype, lang)
     quads_by_collection PRIMARY KEY (collection, d, s, p, o, otype, dtype, lang)
 
-plus upstream's collection_metadata(collection, created_at). Each quad is one quads_by_collection
-row and one quads_by_entity row per role: 'S' (subject), 'P' (predicate), 'O' (object, only when
-it is an IRI or a quoted triple) and 'G' (graph, only outside the default graph ""). otype is
-'u' IRI, 'l' literal, 't' quoted triple; dtype/lang are kept for literals only.
+plus upstream's collection_metadata(collection, created_at). Each quad is the rows upstream's
+EntityCentricKnowledgeGraph.insert writes: one quads_by_collection row and one quads_by_entity row
+per role, 'S' (subject), 'P' (predicate), 'O' (object: IRIs, quoted triples and literals alike, so
+that its get_o and get_po find a quad by its literal value) and 'G' (graph, only outside the default
+graph ""). Every row carries the same (p, otype, s, o, d, dtype, lang); otype is 'u' IRI, 'l'
+literal, 't' quoted triple; dtype/lang are kept for literals only ("" otherwise), as upstream's
+writer (storage/triples/cassandra/write.py) passes them. Deleting a quad deletes all of its rows.
+
+Quads written before the object row of literals was (issue #30) lack it: missing_object_rows
+finds them and write_object_rows adds it (`ud verify --repair`, without decoding anything again).
 """
 
 from __future__ import annotations
@@ -123,6 +129,10 @@ class CassandraTripleStore:
             f"DELETE FROM {qks}.quads_by_collection WHERE collection = ? AND d = ? AND s = ? AND p = ? "
             "AND o = ? AND otype = ? AND dtype = ? AND lang = ?"
         )
+        self._sel_row = (
+            f"SELECT s FROM {qks}.quads_by_entity WHERE collection = ? AND entity = ? AND role = ? AND p = ? "
+            "AND otype = ? AND s = ? AND o = ? AND d = ? AND dtype = ? AND lang = ?"
+        )
         self._count = f"SELECT COUNT(*) FROM {qks}.quads_by_collection WHERE collection = ?"
         self._count_d = self._count + " AND d = ?"
         self._coll_get = f"SELECT collection FROM {qks}.collection_metadata WHERE collection = ?"
@@ -131,11 +141,11 @@ class CassandraTripleStore:
         )
 
     def _entity_rows(self, collection: str, s: str, p: str, o: str, d: str, otype: str, dtype: str, lang: str):
-        """(entity, role) partitions a quad is written to, as upstream's insert does."""
+        """(entity, role) partitions a quad is written to, as upstream's insert does (its object's too
+        when it is a literal, whatever upstream's docstring says)."""
         yield s, S
         yield p, P
-        if otype in ("u", "t"):
-            yield o, O
+        yield o, O
         if d != DEFAULT_GRAPH:
             yield d, G
 
@@ -213,13 +223,13 @@ class CassandraTripleStore:
                 return (qo.value, qo.otype, qo.datatype, qo.language) == want_o
             return True
 
-        # The cheapest partition: subject, else an IRI/triple object, else predicate, else the collection.
+        # The cheapest partition: subject, else object (any kind), else predicate, else the collection.
         params: tuple[str, ...]
         if s is not None:
             cql, params = (
                 (self._sel_role_p, (collection, s, S, p)) if p is not None else (self._sel_role, (collection, s, S))
             )
-        elif o is not None and o.otype in ("u", "t"):
+        elif o is not None:
             cql, params = (
                 (self._sel_role_p, (collection, o.value, O, p))
                 if p is not None
@@ -283,3 +293,47 @@ class CassandraTripleStore:
         else:
             rows = self.c.execute(self._count_d, (collection, g), what)
         return int(rows.one()[0])
+
+    def missing_object_rows(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> list[Quad]:
+        """Those of the (stored) quads whose object row (role 'O' of quads_by_entity) is missing, as
+        quads of literals written before issue #30 are: one point read per quad, concurrently, a
+        thousand at a time."""
+        what = f"reading object rows of keyspace {self.keyspace}"
+        out: list[Quad] = []
+        for chunk in _chunks(quads, 1000):
+            params = [_parts(q) for q in chunk]
+            results = self.c.execute_many(
+                (
+                    (self._sel_row, (collection, o, O, p, otype, s, o, d, dtype, lang))
+                    for s, p, o, d, otype, dtype, lang in params
+                ),
+                what,
+                self.concurrency,
+            )
+            with self.c.errors(what):
+                out.extend(q for q, rows in zip(chunk, results, strict=True) if rows.one() is None)
+        return out
+
+    def write_object_rows(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> int:
+        """Write the object row of each quad (the repair of missing_object_rows); idempotent."""
+        what = f"writing object rows to keyspace {self.keyspace}"
+        n = 0
+        for chunk in _chunks(quads, 10_000):
+            rows: list[tuple[str, tuple, object]] = [
+                (self._ins_entity, (collection, o, O, p, otype, s, o, d, dtype, lang), (collection, o))
+                for s, p, o, d, otype, dtype, lang in map(_parts, chunk)
+            ]
+            self._write(rows, what)
+            n += len(rows)
+        return n
+
+
+def _chunks(items: Iterable[Quad], size: int) -> Iterator[list[Quad]]:
+    chunk: list[Quad] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

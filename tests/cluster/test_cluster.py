@@ -141,16 +141,19 @@ def trustgraph_view(workspace: str) -> dict[str, object]:
         )
         times = {r[3] for r in collection if r[2] == PROV_STARTED_AT_TIME}
         view["collection"] = [tuple(RUN_TIME if v in times else v for v in r) for r in collection]
-        entities = {e for r in collection for e in (r[0], r[1], r[2], r[3] if r[4] == "u" else "") if e}
-        by_entity = {}
+        # every object is an entity (literals and quoted triples too: TrustGraph's insert writes their 'O' row)
+        entities = {e for r in collection for e in (r[0], r[1], r[2], r[3]) if e}
+        by_entity: dict[str, list[tuple]] = {}
         for entity in sorted(entities):
             rows = session.execute(
                 f'SELECT role, p, otype, s, o, d, dtype, lang FROM "{ks}".quads_by_entity '
                 "WHERE collection = %s AND entity = %s",
                 ("default", entity),
             )
-            by_entity[entity] = sorted(tuple(RUN_TIME if v in times else v for v in r) for r in rows)
-        view["entities"] = by_entity
+            # the run times' own partitions (their 'O' rows) are merged under the placeholder
+            key = RUN_TIME if entity in times else entity
+            by_entity.setdefault(key, []).extend(tuple(RUN_TIME if v in times else v for v in r) for r in rows)
+        view["entities"] = {entity: sorted(rows) for entity, rows in by_entity.items()}
     return view
 
 

@@ -111,8 +111,11 @@ def test_delete_subjects(loaded):
     remaining = [q for q in QUADS if not (q.s == ALICE and q.g == GRAPH_SOURCE)]
     assert sort(loaded.query()) == sort(remaining)
     assert loaded.query(s=ALICE) == [QUADS[1]]  # the default-graph quad stays
-    # no leftovers in the object / predicate partitions
+    # no leftovers in the object / predicate partitions (literal objects have theirs too)
     assert loaded.query(o=Term(BOB, is_iri=True)) == []
+    assert loaded.query(o=Term("Alicia", language="es")) == []
+    assert loaded.query(o=Term("42", datatype=XSD_INT)) == [] and loaded.query(p=AGE, o=Term("42")) == []
+    assert loaded.query(o=Term(ALICE)) == [QUADS[7]]  # BOB's literal, untouched
     assert loaded.query(p=AGE) == []
     assert sort(loaded.query(p=LABEL)) == sort([QUADS[7], QUADS[9]])
     assert loaded.count() == len(remaining)
@@ -163,3 +166,8 @@ def test_count_subjects_reads_the_quads_of_those_subjects_in_one_graph(loaded):
     assert loaded.count_subjects([ALICE], GRAPH_SOURCE, collection="other") == 0
     loaded.delete_subjects([ALICE], GRAPH_SOURCE)
     assert loaded.count_subjects([ALICE], GRAPH_SOURCE) == 0  # read from the store, not remembered
+
+
+def test_every_stored_quad_is_findable_by_its_object(loaded):
+    assert loaded.missing_object_rows(loaded.query()) == []
+    assert loaded.write_object_rows([]) == 0
