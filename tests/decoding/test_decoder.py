@@ -188,7 +188,7 @@ def test_triples_are_typed_and_document_level_triples_are_in_the_source_graph(de
 def test_json_shape(decoded):
     out = result_to_json(decoded("pdf"))
     assert set(out) == {"document", "sections", "images", "triples"}
-    assert set(out["document"]) == {"id", "mime_type", "sha256", "unstructured_version", "strategy_used"}
+    assert set(out["document"]) == {"id", "mime_type", "sha256", "unstructured_version", "strategy_used", "notes"}
     assert set(out["sections"][0]) >= {
         "id",
         "type",

@@ -14,8 +14,7 @@ import pytest
 from tests import parity_corpus
 
 # Run in a fresh interpreter: whether torch is loaded is a property of the whole process.
-DECODE = textwrap.dedent(
-    """
+DECODE = """
     import json, sys
     if sys.argv[1] == "torch-first":
         import torch  # noqa: F401  (as bare unstructured: spaCy's thinc then loads with torch)
@@ -41,20 +40,23 @@ DECODE = textwrap.dedent(
             decoded[path] = f"{type(exc).__name__}: {exc}"
     print(json.dumps({**state, "decoded": decoded}))
     """
-)
+
+
+def _python(script: str, *args: str, timeout: int = 300) -> str:
+    """What a fresh interpreter running script prints (it must succeed)."""
+    completed = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), *args], capture_output=True, text=True, timeout=timeout
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return completed.stdout
 
 
 def _decode(mode: str, paths: list[str]) -> dict:
-    completed = subprocess.run(
-        [sys.executable, "-c", DECODE, mode, *paths], capture_output=True, text=True, timeout=600, check=False
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    return json.loads(_python(DECODE, mode, *paths, timeout=600).strip().splitlines()[-1])
 
 
 def test_warm_up_leaves_torch_unloaded_and_importable():
-    script = textwrap.dedent(
-        """
+    script = """
         import sys
         from ud_assets.decoding import isolation
         isolation.warm_up()
@@ -63,15 +65,11 @@ def test_warm_up_leaves_torch_unloaded_and_importable():
         import torch
         print(before, thinc.compat.has_torch, torch.tensor([1, 2]).sum().item())
         """
-    )
-    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    assert completed.stdout.split() == ["False", "False", "3"]
+    assert _python(script).split() == ["False", "False", "3"]
 
 
 def test_nothing_changes_when_torch_or_thinc_is_already_loaded():
-    script = textwrap.dedent(
-        """
+    script = """
         import sys
         import torch
         from ud_assets.decoding.spacy_loading import load_thinc_without_torch
@@ -79,10 +77,26 @@ def test_nothing_changes_when_torch_or_thinc_is_already_loaded():
         import thinc.compat
         print(hid, sys.modules["torch"] is torch, thinc.compat.has_torch)
         """
-    )
-    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False)
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    assert completed.stdout.split() == ["False", "True", "True"]
+    assert _python(script).split() == ["False", "True", "True"]
+
+
+def test_an_environment_that_cannot_load_spacy_is_not_the_documents_fault(monkeypatch):
+    from ud_assets.decoding import partitioning
+    from ud_assets.decoding.model import DecodeError, DecoderConfig
+
+    def broken() -> bool:
+        raise ImportError("thinc is broken in this environment")
+
+    monkeypatch.setattr(partitioning, "load_thinc_without_torch", broken)
+    for call in (
+        lambda: partitioning.partition_bytes(b"# Title\n\nText.\n", "text/markdown", DecoderConfig()),
+        lambda: partitioning.partition_pdf_pages(
+            b"%PDF-1.4", "application/pdf", DecoderConfig(), pages=range(1), strategy="fast"
+        ),
+    ):
+        with pytest.raises(ImportError, match="thinc is broken") as raised:
+            call()
+        assert not isinstance(raised.value, DecodeError)
 
 
 @pytest.mark.slow

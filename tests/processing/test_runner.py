@@ -1,11 +1,14 @@
 """processing.runner: whose fault a failure is, and stages that accept an empty result."""
 
+from types import SimpleNamespace
+
 import dagster as dg
 import pytest
 
+from resources.model import DocumentNotFound, LibrarianError
 from tests import docgen
 from tests.defs.test_subsets import materialize
-from ud_assets.decoding.model import DecodeError, DecoderConfig
+from ud_assets.decoding.model import ConfigError, DecodeError, DecoderBug, DecoderConfig
 from ud_assets.defs.resources import LibrarianResource
 from ud_assets.processing import runner
 from ud_assets.processing.model import DocumentFailed, MissingInput
@@ -40,6 +43,12 @@ def test_failures_caused_by_the_document_or_a_server_name_the_document(error, ca
         TypeError("unhashable"),
         AttributeError("x"),
         MissingInput("report.pdf", "materialize elements first"),
+        DecoderBug("could not start LibreOffice: Exception occurred in preexec_fn."),
+        ConfigError("strategy must be one of auto, fast, hi_res, ocr_only"),
+        LibrarianError("writing object 1 failed"),
+        DocumentNotFound("document 'report.pdf' not found"),
+        FileNotFoundError(2, "No such file or directory"),
+        ImportError("No module named 'docx'"),
     ],
 )
 def test_a_bug_or_a_missing_input_is_not_the_documents_fault(error):
@@ -146,3 +155,174 @@ def test_provenance_on_its_own_never_deletes_the_decoder_agents_shared_descripti
     assert deleted and ids.agent_iri(COMPONENT) not in deleted
     assert outcome.provenance.triples_stored == outcome.provenance.triples_expected
     assert lib.triples.query(s=ids.agent_iri(COMPONENT))  # still described
+
+
+# -- the ledger's rule, class by class ----------------------------------------------------------
+# Each of our own failures is injected where it really happens (in the decoding child, around
+# LibreOffice, in storage, in a stage) and the graph is materialized as from the UI: the run fails
+# with that failure's traceback and the ledger stays empty. Each of the document's own faults and
+# an unavailable server, by contrast, is recorded.
+
+
+@pytest.fixture
+def fresh_children():
+    """Decoding children forked after the test's injections (a reusable child forked earlier would
+    run the code as it was)."""
+    from ud_assets.decoding import isolation
+
+    isolation.close_workers()
+    yield
+    isolation.close_workers()
+
+
+def _refuse_setrlimit(monkeypatch):
+    """LibreOffice's limits cannot be set (as when a hard limit would have to be raised)."""
+    import resource as real
+
+    from ud_assets.decoding import legacy_office
+
+    def refuse(which, limits):
+        raise ValueError("not allowed to raise maximum limit")
+
+    fake = SimpleNamespace(**{n: getattr(real, n) for n in dir(real) if not n.startswith("_")})
+    fake.setrlimit = refuse
+    monkeypatch.setattr(legacy_office, "resource", fake)
+
+
+def _no_work_folder(monkeypatch):
+    import tempfile as real
+
+    from ud_assets.decoding import legacy_office
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", real.gettempdir())
+
+    monkeypatch.setattr(
+        legacy_office, "tempfile", SimpleNamespace(TemporaryDirectory=refuse, gettempdir=real.gettempdir)
+    )
+
+
+def _child_plumbing(monkeypatch):
+    from ud_assets.decoding import isolation
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the child's set-up")
+
+    monkeypatch.setattr(isolation, "_enter_child", broken)
+
+
+def _parser_import(monkeypatch):
+    from ud_assets.decoding import partitioning
+
+    def missing(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'docx'")
+
+    monkeypatch.setattr(partitioning, "_partition", missing)
+
+
+def _object_store_refusal(monkeypatch):
+    from resources.embedded import FileObjectStore
+    from resources.model import LibrarianError
+
+    def refuse(self, object_id, data, content_type):
+        raise LibrarianError(f"writing object {object_id} failed: a request of ours the store refuses")
+
+    monkeypatch.setattr(FileObjectStore, "put", refuse)
+
+
+def _file_error_in_a_stage(monkeypatch):
+    def broken(*args, **kwargs):
+        raise FileNotFoundError(2, "No such file or directory", "/nonexistent/ours")
+
+    monkeypatch.setattr(runner, "sections_stage", broken)
+
+
+OUR_FAILURES = {
+    # name: (injection, document, the exception class the run fails with)
+    "LibreOffice's limits (preexec_fn)": (_refuse_setrlimit, "old.doc", "DecoderBug"),
+    "LibreOffice's work folder": (_no_work_folder, "old.doc", "DecoderBug"),
+    "the decoding child's set-up": (_child_plumbing, "notes.md", "DecoderBug"),
+    "a parser's import": (_parser_import, "notes.md", "DecoderBug"),
+    "a librarian refusal that is no outage": (_object_store_refusal, "notes.md", "LibrarianError"),
+    "a file error in our own stage": (_file_error_in_a_stage, "notes.md", "FileNotFoundError"),
+}
+
+
+def _add(lib, key: str) -> None:
+    if key == "old.doc":
+        lib.add_document(key, "application/msword", docgen.doc(), title=key)
+    else:
+        lib.add_document(key, "text/markdown", docgen.markdown(), title=key)
+
+
+@pytest.mark.parametrize("name", list(OUR_FAILURES))
+def test_our_own_failures_fail_the_run_and_never_reach_the_ledger(
+    name, resource, instance, monkeypatch, fresh_children
+):
+    inject, key, raised = OUR_FAILURES[name]
+    lib = resource.get()
+    _add(lib, key)
+    inject(monkeypatch)
+    failed = materialize(resource, instance, [key], set(ALL))
+    assert not failed.success
+    [failure] = failed.get_step_failure_events()
+    cause = failure.step_failure_data.error.cause
+    assert cause is not None and cause.cls_name == raised, failure.step_failure_data.error.to_string()[-2000:]
+    assert lib.list_failures() == [], name
+
+    monkeypatch.undo()  # fixed: the next ordinary run decodes the document, nothing to force
+    from ud_assets.decoding import isolation
+
+    isolation.close_workers()
+    assert materialize(resource, instance, [key], set(ALL)).success
+    assert lib.list_failures() == []
+
+
+def test_an_invalid_option_fails_the_run_and_never_reaches_the_ledger(resource, instance, monkeypatch):
+    monkeypatch.delenv("UNSTRUCTURED_DEFAULT_MODEL_INITIALIZE_PARAMS_JSON_PATH", raising=False)
+    lib = resource.get()
+    lib.add_document("scan.pdf", "application/pdf", docgen.pdf_text(1), title="scan.pdf")
+    failed = materialize(resource, instance, ["scan.pdf"], set(ALL), strategy="hi_res")
+    assert not failed.success
+    [failure] = failed.get_step_failure_events()
+    assert "UNSTRUCTURED_DEFAULT_MODEL_INITIALIZE_PARAMS_JSON_PATH" in failure.step_failure_data.error.message
+    assert lib.list_failures() == []
+
+
+DOCUMENT_FAULTS = {
+    # name: (document id, declared kind, bytes, environment, what the ledger's error says)
+    "cannot be parsed": ("broken.pdf", "application/pdf", docgen.pdf_truncated, {}, "could not be parsed"),
+    "encrypted": ("locked.pdf", "application/pdf", docgen.pdf_encrypted, {}, "password-protected"),
+    "over a limit": ("big.md", "text/markdown", docgen.markdown, {"UD_DECODE_MAX_BYTES": "10"}, "above the limit"),
+    "mislabelled": ("report.pdf", "application/pdf", docgen.docx_with_headings_table_picture, {}, "declared as"),
+    "empty": ("empty.pdf", "application/pdf", lambda: b"", {}, "empty"),
+}
+
+
+@pytest.mark.parametrize("name", list(DOCUMENT_FAULTS))
+def test_the_documents_own_faults_are_ledgered_as_deterministic(name, resource, instance, monkeypatch):
+    key, kind, content, environment, said = DOCUMENT_FAULTS[name]
+    for variable, value in environment.items():
+        monkeypatch.setenv(variable, value)
+    lib = resource.get()
+    lib.add_document(key, kind, content(), title=key)
+    assert not materialize(resource, instance, [key], set(ALL)).success
+    [failure] = lib.list_failures()
+    assert failure.document_id == key and not failure.transient
+    assert said in failure.error, failure.error
+
+
+def test_an_unavailable_server_is_ledgered_as_transient(resource, instance, monkeypatch):
+    from resources.embedded import FileObjectStore
+    from resources.model import StorageUnavailable
+
+    lib = resource.get()
+    lib.add_document("notes.md", "text/markdown", docgen.markdown(), title="notes.md")
+
+    def unavailable(self, object_id, data, content_type):
+        raise StorageUnavailable("object folder unusable: the disk went away")
+
+    monkeypatch.setattr(FileObjectStore, "put", unavailable)
+    assert not materialize(resource, instance, ["notes.md"], set(ALL)).success
+    [failure] = lib.list_failures()
+    assert failure.transient and "the disk went away" in failure.error

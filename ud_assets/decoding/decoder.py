@@ -400,6 +400,7 @@ class DocumentSummaryJSON(TypedDict):
     sha256: str
     unstructured_version: str
     strategy_used: str
+    notes: list[str]  # what the decoder chose to leave out or do differently (a skipped attachment...)
 
 
 class PlacedElementJSON(TypedDict):
@@ -456,6 +457,7 @@ def result_to_json(result: DecodeResult) -> DecodeResultJSON:
             "sha256": info.sha256,
             "unstructured_version": info.unstructured_version,
             "strategy_used": info.strategy_used,
+            "notes": list(info.notes),
         },
         "sections": [
             {

@@ -38,7 +38,7 @@ from typing import Generic, Literal, TypeVar
 from . import detect
 from . import limits as limits_module
 from .limits import Limits, MiB
-from .model import ConfigError, DecodeError, DecoderConfig, PartitionStats
+from .model import ConfigError, DecodeError, DecoderBug, DecoderConfig, PartitionStats
 from .partitioning import (
     SPLIT_MIN_BYTES,
     Partitioned,
@@ -336,12 +336,6 @@ class ChildStalled(RuntimeError):
     instead of being recorded against the document."""
 
 
-class DecoderBug(RuntimeError):
-    """The decoding child failed outside the parser: in this program's own code around it
-    (setting its limits, reading the request, sending the reply). A bug of ours, never the
-    document's: the run fails with the child's traceback instead of recording it against the document."""
-
-
 STALL_S = float(os.environ.get("UD_DECODE_STALL_S") or 30.0)
 
 
@@ -634,8 +628,7 @@ def _serve(requests: int, replies: int, limits: Limits, parent: int) -> None:
             # (Only the soft limit, SIGXCPU: a hard limit once lowered cannot be raised again.)
             usage = resource.getrusage(resource.RUSAGE_SELF)
             cpu = math.ceil(usage.ru_utime + usage.ru_stime) + _cpu_limit(limits)
-            hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu if hard == resource.RLIM_INFINITY else min(cpu, hard), hard))
+            _lower_limit(resource.RLIMIT_CPU, cpu, resource.getrlimit(resource.RLIMIT_CPU)[1])
             limits_module.activate(limits)
             try:
                 reply = _Reply(_child_work(target, limits, args))
@@ -859,11 +852,20 @@ def _enter_child(limits: Limits, parent: int, die_with_parent: bool = True) -> N
     limits_module.activate(limits)  # the clock a program the parser runs (LibreOffice) is given
     inherited = _vm_size()
     if inherited is not None:
-        cap = inherited + limits.memory_mb * MiB
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        _lower_limit(resource.RLIMIT_AS, inherited + limits.memory_mb * MiB)
     if die_with_parent:  # a reusable child sets its CPU limit per document
         cpu = _cpu_limit(limits)  # SIGXCPU at the soft limit, SIGKILL at the hard one
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
+        _lower_limit(resource.RLIMIT_CPU, cpu, cpu + 5)
+
+
+def _lower_limit(which: int, soft: int, hard: int | None = None) -> None:
+    """Set a limit no higher than the hard limit the process already holds: raising a hard limit
+    needs CAP_SYS_RESOURCE, which root in a container often lacks (setrlimit then fails)."""
+    held = resource.getrlimit(which)[1]
+    hard = soft if hard is None else hard
+    if held != resource.RLIM_INFINITY:
+        soft, hard = min(soft, held), min(hard, held)
+    resource.setrlimit(which, (soft, hard))
 
 
 def _child_work(target: Target[_R], limits: Limits, args: _Args) -> _Done[_R] | _Failed:
@@ -873,6 +875,10 @@ def _child_work(target: Target[_R], limits: Limits, args: _Args) -> _Done[_R] | 
         return _Done(target(data, mime, config, filename))
     except MemoryError:
         return _Failed("memory")
+    except DecoderBug:  # our own set-up around the parser failed: the parent fails the run with this
+        import traceback
+
+        return _Failed("bug", traceback.format_exc()[-4000:])
     except ConfigError as exc:
         return _Failed("config", str(exc))
     except DecodeError as exc:

@@ -8,13 +8,17 @@ missing. Here the conversion runs where `partition_bytes` runs, in the per-docum
 - LibreOffice's own binary (`soffice.bin`) is started directly, not through the `soffice` script
   and `oosplash`, so it is our child: it dies with the decoder child (PR_SET_PDEATHSIG), within
   the document's remaining wall-clock time, and with an address-space limit of its own
-  (`SOFFICE_BASE_MB` for LibreOffice itself plus what a document may add, UD_DECODE_MEMORY_MB);
+  (`SOFFICE_BASE_MB` for LibreOffice itself plus what a document may add, UD_DECODE_MEMORY_MB),
+  never above the hard limit this process already holds: raising a hard limit needs
+  CAP_SYS_RESOURCE, which root in a container often lacks, and asking for it fails the exec;
 - every conversion has a private user profile in its own temporary directory
   (`-env:UserInstallation=file:///tmp/...`), so parallel conversions never share one (LibreOffice
   refuses to run twice on one profile, and a crash can leave a profile locked);
 - a fresh profile makes LibreOffice exit with status 81 ("restart") once after creating it, as
   `oosplash` would handle: it is started again;
-- a failure is a DecodeError naming the document, the conversion and LibreOffice's reason.
+- LibreOffice failing on the document is a DecodeError naming the document, the conversion and
+  LibreOffice's reason; our own set-up failing (the work folder, the limits, starting the
+  program) is a DecoderBug, never recorded against the document.
 
 The result is a DOCX or PPTX whose text, tables and pictures the decoder reads exactly as it
 reads any DOCX or PPTX (pictures included, through the same picture partitioners).
@@ -22,6 +26,7 @@ reads any DOCX or PPTX (pictures included, through the same picture partitioners
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import shutil
@@ -29,10 +34,11 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import detect
-from .model import DecodeError
+from .model import DecodeError, DecoderBug
 
 # The filters unstructured uses (partition/doc.py, partition/ppt.py): the same conversion.
 TARGETS: dict[str, tuple[str, str]] = {
@@ -64,9 +70,12 @@ def convert(data: bytes, mime: str, filename: str | None, timeout_s: float, memo
     if soffice is None:
         raise DecodeError(f"{what}: LibreOffice is not installed (make setup installs libreoffice-*-nogui)")
     deadline = time.monotonic() + timeout_s
-    with tempfile.TemporaryDirectory(prefix="ud-soffice-") as work:
+    with _work_folder() as work:
         source = Path(work, "document" + detect.SUFFIXES[mime])
-        source.write_bytes(data)
+        try:
+            source.write_bytes(data)
+        except OSError as exc:
+            raise DecoderBug(f"could not write the document for LibreOffice into {work}: {exc}") from exc
         outdir = Path(work, "out")
         command = [
             soffice,
@@ -83,7 +92,7 @@ def convert(data: bytes, mime: str, filename: str | None, timeout_s: float, memo
             str(outdir),
             str(source),
         ]
-        cap = (SOFFICE_BASE_MB + memory_mb) * 1024 * 1024
+        cap = address_space_cap(memory_mb)
         status, output = _RESTART, ""
         while status == _RESTART:
             status, output = _run(command, deadline, cap, what, timeout_s)
@@ -91,6 +100,26 @@ def convert(data: bytes, mime: str, filename: str | None, timeout_s: float, memo
         if status == 0 and produced.is_file() and produced.stat().st_size > 0:
             return produced.read_bytes()
     raise DecodeError(f"{what}: {_reason(status, output)}")
+
+
+def address_space_cap(memory_mb: int) -> int:
+    """LibreOffice's RLIMIT_AS: its own start-up plus what a document may add, but never above the
+    hard limit this process holds (an unprivileged process can lower a hard limit, never raise it)."""
+    wanted = (SOFFICE_BASE_MB + memory_mb) * 1024 * 1024
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+
+
+@contextlib.contextmanager
+def _work_folder() -> Iterator[str]:
+    """A private folder for the conversion (its input, output and profile); failing to make or
+    remove it is ours, not the document's."""
+    try:
+        folder = tempfile.TemporaryDirectory(prefix="ud-soffice-")
+    except OSError as exc:
+        raise DecoderBug(f"could not create LibreOffice's work folder in {tempfile.gettempdir()}: {exc}") from exc
+    with folder as work:
+        yield work
 
 
 def _run(command: list[str], deadline: float, cap: int, what: str, timeout_s: float) -> tuple[int, str]:
@@ -109,15 +138,18 @@ def _run(command: list[str], deadline: float, cap: int, what: str, timeout_s: fl
             pass
 
     env = {**os.environ, "SAL_USE_VCLPLUGIN": "svp"}  # no display, ever
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        env=env,
-        preexec_fn=in_child,  # the decoder child is single-threaded: safe
-        start_new_session=True,  # its own process group, killed whole on a timeout
-    )
+    try:
+        process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            preexec_fn=in_child,  # the decoder child is single-threaded: safe
+            start_new_session=True,  # its own process group, killed whole on a timeout
+        )
+    except (OSError, subprocess.SubprocessError) as exc:  # before LibreOffice read a byte of the document
+        raise DecoderBug(f"could not start LibreOffice ({command[0]}): {type(exc).__name__}: {exc}") from exc
     try:
         output, _ = process.communicate(timeout=remaining)
     except subprocess.TimeoutExpired:

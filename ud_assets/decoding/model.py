@@ -39,6 +39,13 @@ class DecodeError(Exception):
     stats: PartitionStats | None = None
 
 
+class DecoderBug(RuntimeError):
+    """ud's own code failed around a parser, not the parser on the document: setting up a child
+    process (its limits, its plumbing), a converter's profile or folder, an import the parser
+    needs. Never the document's fault: the run fails with the traceback, and nothing is recorded
+    against the document in the failure ledger (processing/runner.py: document_failure)."""
+
+
 class ConfigError(ValueError):
     """A decoder option is invalid."""
 

@@ -7,16 +7,18 @@ only describes the asset graph must never pay that. spaCy is loaded without torc
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import itertools
 import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypedDict, cast
 
 from . import detect
-from .model import ConfigError, DecodeError, DecoderConfig, Element, ElementExtra, ImageData
+from .model import ConfigError, DecodeError, DecoderBug, DecoderConfig, Element, ElementExtra, ImageData
 from .spacy_loading import load_thinc_without_torch
 
 if TYPE_CHECKING:
@@ -134,11 +136,23 @@ def partition_bytes(
     """unstructured's elements for one document, as plain data, in document order."""
     if not data:
         raise DecodeError("empty document (0 bytes)")
-    try:
+    load_thinc_without_torch()  # outside the try: an environment that cannot load it is our fault
+    with parser_failures(mime):
         return _partition_bytes(data, mime, config, filename)
-    except (DecodeError, ConfigError):
+
+
+@contextlib.contextmanager
+def parser_failures(mime: str) -> Iterator[None]:
+    """Whose fault a failure inside a parse is: the parser's on this document (DecodeError, with
+    a short cause), or ours (DecoderBug: an import this installation lacks, or set-up around the
+    parser that said so itself). The failure ledger records only the first kind."""
+    try:
+        yield
+    except (DecodeError, ConfigError, DecoderBug):
         raise
-    except Exception as exc:  # any parser failure is this document's error
+    except ImportError as exc:  # a parser's dependency missing from this installation: not the document
+        raise DecoderBug(f"{mime}: the parser could not import what it needs ({exc})") from exc
+    except Exception as exc:  # any other parser failure is this document's error
         raise DecodeError(_describe_failure(exc, mime)) from exc
 
 
@@ -161,10 +175,22 @@ def _partition_bytes(data: bytes, mime: str, config: DecoderConfig, filename: st
     return Partitioned(elements, strategy, notes)
 
 
+# unstructured hands audio and video to a speech-to-text model (Whisper), which it downloads on
+# first use: never, here (the decoder is offline). They are refused, or skipped inside an e-mail
+# with the skip in the document's notes, rather than transcribed.
+_NOT_TRANSCRIBED = "{kind} is not decoded: transcribing it needs a speech-to-text model, which ud never downloads"
+
+
+def transcribed_by_a_model(mime: str) -> bool:
+    """Whether unstructured would reach for a speech-to-text model to decode this kind."""
+    return mime.startswith(("audio/", "video/"))
+
+
 def _partition(
     data: bytes, mime: str, config: DecoderConfig, strategy: str, filename: str | None, starting_page_number: int = 1
 ) -> list[Element]:
-    load_thinc_without_torch()
+    if transcribed_by_a_model(mime):
+        raise DecodeError(_NOT_TRANSCRIBED.format(kind=mime))
     from unstructured.partition.auto import partition
 
     from . import images
@@ -386,14 +412,11 @@ def partition_pdf_pages(
     """unstructured's elements of some pages of a PDF, numbered as in the whole document."""
     from . import images
 
-    try:
+    load_thinc_without_torch()  # outside the try, as in partition_bytes
+    with parser_failures(mime):
         part = _pdf_subset(data, pages)
         elements = _partition(part, mime, config, strategy, filename, starting_page_number=pages.start + 1)
         return PdfPart(elements, images.pdf_images(data, pages))
-    except (DecodeError, ConfigError):
-        raise
-    except Exception as exc:  # any parser failure is this document's error
-        raise DecodeError(_describe_failure(exc, mime)) from exc
 
 
 def merge_pdf_parts(parts: list[PdfPart], plan: PdfPlan) -> Partitioned:
@@ -472,6 +495,9 @@ def _partition_email(data: bytes, config: DecoderConfig, strategy: str, notes: l
     for attachment in parts.attachments:
         kind = detect.detect_mime(attachment.data, attachment.filename, None)
         if kind.startswith("image/"):
+            continue
+        if transcribed_by_a_model(kind):
+            notes.append(f"attachment {attachment.filename!r} skipped: {_NOT_TRANSCRIBED.format(kind=kind)}")
             continue
         try:
             inner = partition_bytes(

@@ -6,9 +6,10 @@ pipeline has none (its layers run on numpy), and the fast strategy never touches
 installed all the same, for `hi_res` (unstructured-inference loads it when a layout model runs).
 
 So thinc is imported once with torch hidden from it, and torch stays importable for whatever asks
-for it later. Measured on this 2-core machine: `isolation.warm_up()` in a fresh interpreter 14.4 s
-and 1,008 MB peak RSS with torch, 11.2 s and 515 MB without; every child forked from the warm
-parent inherits the smaller image.
+for it later. Measured on this 2-core machine (fresh interpreter, alternated, 3 runs each):
+`isolation.warm_up()` 9.1-9.4 s and 995 MB peak RSS with torch, 5.7-5.8 s and 510 MB without;
+every child forked from the warm parent inherits the smaller image. While thinc imports, another
+thread's `import torch` would fail: the decoder imports torch only for hi_res, after this has run.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 The six assets share one step (a multi-asset): a document is read, partitioned and written
 once per generation, and a run over a batch of partitions pays the process start-up
-(unstructured's imports, spaCy) once. Each asset is still its own node in the lineage graph, selectable on its own;
-later stages then start from what earlier ones stored in the librarian.
+(unstructured's imports, spaCy) once. Each asset is still its own node in the lineage graph,
+selectable on its own; later stages then start from what earlier ones stored in the librarian.
 
 One bad document never blocks the others: each good partition gets its materializations as
 it finishes, the bad ones are recorded in the failure ledger, and the step fails at the end
@@ -20,7 +20,7 @@ from typing import Any
 
 import dagster as dg
 
-from ud_assets.decoding.model import DECODER_LOGIC_VERSION
+from ud_assets.decoding.model import DECODER_LOGIC_VERSION, ConfigError
 from ud_assets.defs.checks import CHECK_SPECS, check_results
 from ud_assets.defs.config import DecoderOptions
 from ud_assets.defs.metadata import stage_metadata
@@ -233,10 +233,11 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
                 key = running.pop(future)
                 try:
                     outcome, elapsed = future.result()
-                except MissingInput as missing:
-                    # The selection lacks a stage whose output is not stored: the person's next
-                    # step, not a bug (every document of the batch lacks the same).
-                    bug = bug or dg.Failure(description=str(missing), allow_retries=False)
+                except (MissingInput, ConfigError) as refused:
+                    # The selection lacks a stage whose output is not stored, or an option is
+                    # invalid: the person's next step, neither a bug nor the document's fault.
+                    said = str(refused) if isinstance(refused, MissingInput) else f"{key}: {refused}"
+                    bug = bug or dg.Failure(description=said, allow_retries=False)
                     continue
                 except DocumentFailed as failure:
                     failures.append(failure)

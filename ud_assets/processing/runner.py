@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 
-from resources.model import Librarian, LibrarianError, StorageUnavailable
-from ud_assets.decoding.model import ConfigError, DecodeError, DecoderConfig
+from resources.model import Librarian, StorageUnavailable
+from ud_assets.decoding.model import DecodeError, DecoderConfig
 from ud_assets.decoding.partitioning import unstructured_version
 from ud_assets.processing.chunks import chunks_stage
 from ud_assets.processing.document import document_stage, open_attempt
@@ -32,7 +32,6 @@ from ud_assets.processing.model import (
     ChunkingOptions,
     ChunksResult,
     DocumentFailed,
-    MissingInput,
     Outcome,
 )
 from ud_assets.processing.parse_ahead import ParseAhead
@@ -80,23 +79,30 @@ def process_document(
         raise cause from exc
 
 
-def document_failure(document_id: str, exc: Exception) -> DocumentFailed | None:
-    """The failure as the document's (or a server's), or None when it is neither: a bug of ours.
+def document_failure(document_id: str, exc: BaseException) -> DocumentFailed | None:
+    """The ledger's rule: the failure as the document's own or an unavailable server's, or None.
 
-    Decode errors (corrupt, encrypted, mislabeled, empty, over a limit), invalid options and
-    librarian refusals name the document's cause; unreachable servers are transient."""
-    if isinstance(exc, MissingInput):
-        return None
-    if isinstance(exc, DecodeError | ConfigError):
+    The failure ledger holds exactly two kinds of entry, and this is the only place that decides:
+
+    - the document's own fault, deterministic (a later run of the same generation refuses it):
+      it cannot be parsed, is encrypted, is over a limit, is mislabelled or empty where that is an
+      error (all raised by the decoder as DecodeError), or its parse ran out of memory;
+    - a server being unavailable (StorageUnavailable, a refused or timed-out connection), marked
+      transient: retried with backoff, and again by the next run.
+
+    Everything else is None and propagates with its traceback, never recorded against the document:
+    a bug of ours (any other exception, DecoderBug from the set-up around a parser), an invalid
+    option (ConfigError: the run's settings, not the document), a librarian refusal that is not a
+    server being down (LibrarianError: our request or the librarian's state), a missing input.
+    """
+    if isinstance(exc, DecodeError):
         return DocumentFailed(document_id, str(exc))
-    if isinstance(exc, StorageUnavailable):
-        return DocumentFailed(document_id, str(exc), transient=True)
-    if isinstance(exc, LibrarianError):
-        return DocumentFailed(document_id, str(exc))
-    if isinstance(exc, ConnectionError | TimeoutError | OSError):
-        return DocumentFailed(document_id, f"storage unavailable: {type(exc).__name__}: {exc}", transient=True)
     if isinstance(exc, MemoryError):
         return DocumentFailed(document_id, "ran out of memory while decoding")
+    if isinstance(exc, StorageUnavailable):
+        return DocumentFailed(document_id, str(exc), transient=True)
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return DocumentFailed(document_id, f"storage unavailable: {type(exc).__name__}: {exc}", transient=True)
     return None
 
 
