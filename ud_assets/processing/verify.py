@@ -3,8 +3,10 @@
 The expected contents are rebuilt from the generation's own stored elements (pure and cheap), with
 the options it recorded, and compared with what the librarian and the triple store hold: the
 page/section and image rows, their objects, the number of triples of every entity, and the chunks
-of every section with their objects and triples. `ud verify` prints the result; `--repair`
-rewrites the incomplete documents.
+of every section with their objects and triples, and that TrustGraph's readers find each triple by
+its object too (Cassandra: the role 'O' row of quads_by_entity, which literals lacked before issue
+#30). `ud verify` prints the result; `--repair` rewrites the incomplete documents, and writes the
+missing object rows of those that lack only them (no decoding again).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from resources.model import CHUNK, GRAPH_SOURCE, IMAGE, DocumentMetadata, Librarian, LibrarianError
+from resources.model import CHUNK, GRAPH_SOURCE, IMAGE, DocumentMetadata, Librarian, LibrarianError, Quad
 from resources.records import Generation
+from ud_assets.decoding import ids
 from ud_assets.decoding.decoder import build_triples
 from ud_assets.decoding.model import DecodeError, DecoderConfig
 from ud_assets.processing.document import open_attempt
@@ -25,6 +28,7 @@ from ud_assets.processing.model import MissingInput
 from ud_assets.processing.provenance import to_quad
 
 OK, INCOMPLETE, OUTDATED = "ok", "incomplete", "outdated"
+CHUNK_PROVENANCE = (f"{ids.TRUSTGRAPH_BASE}/activity/", f"{ids.TRUSTGRAPH_BASE}/agent/")
 PAGE_SIZE = 500  # generations read per page: memory stays bounded whatever the library's size
 
 
@@ -37,10 +41,17 @@ class Verification:
     rows: int = 0  # child rows found (pages, sections, images, chunks)
     objects: int = 0  # objects found (the source, the elements, every child's)
     triples: int = 0  # triples found for the generation's entities
+    object_rows_missing: int = 0  # of those, triples TrustGraph's readers cannot find by their object
+    object_rows_written: int = 0  # object rows written by verify(..., write_object_rows=True)
     problems: list[str] = field(default_factory=list)
 
     def fail(self, problem: str) -> None:
         self.status, self.problems = INCOMPLETE, [*self.problems, problem]
+
+    @property
+    def lacks_only_object_rows(self) -> bool:
+        """Incomplete only for triples without their object row: repaired by writing those rows."""
+        return self.status == INCOMPLETE and self.object_rows_missing > 0 and len(self.problems) == 1
 
 
 def generations(librarian: Librarian, document_ids: list[str] | None = None) -> Iterator[Generation]:
@@ -58,8 +69,11 @@ def generations(librarian: Librarian, document_ids: list[str] | None = None) -> 
         after = page[-1].document_id
 
 
-def verify(librarian: Librarian, generation: Generation) -> Verification:
-    """Every row, object and triple of the generation, checked (reads only, concurrently)."""
+def verify(librarian: Librarian, generation: Generation, write_object_rows: bool = False) -> Verification:
+    """Every row, object and triple of the generation, checked (reads only, concurrently).
+
+    write_object_rows: write the object rows the generation's stored triples lack instead of
+    reporting them (idempotent; the rest is still only read)."""
     lib, doc_id = librarian, generation.document_id
     result = Verification(doc_id)
     config = DecoderConfig(**json.loads(generation.config_json))  # the options this generation was made with
@@ -99,11 +113,36 @@ def verify(librarian: Librarian, generation: Generation) -> Verification:
         chunks = [c for c in rows.values() if c.document_type == CHUNK]
         subjects = sorted(expected.keys() | {c.id for c in chunks})
 
-        def stored(subject: str) -> int:
-            return len(lib.triples.query(s=subject, g=GRAPH_SOURCE, collection=lib.collection))
+        def stored(subject: str) -> list[Quad]:
+            return lib.triples.query(s=subject, g=GRAPH_SOURCE, collection=lib.collection)
 
-        found = dict(zip(subjects, pool.map(stored, subjects), strict=True))
+        found_quads = dict(zip(subjects, pool.map(stored, subjects), strict=True))
+        found = {s: len(qs) for s, qs in found_quads.items()}
         result.triples = sum(found.values())
+        # The chunks' activities and the chunker agent are written with the chunks, not built above: reached
+        # from the chunks' triples (chunk -> activity -> agent), checked for their object rows only.
+        linked: dict[str, list[Quad]] = {}
+        hop = [c.id for c in chunks]
+        for _ in range(2):
+            nodes = {
+                q.o.value
+                for s in hop
+                for q in found_quads.get(s) or linked.get(s, [])
+                if q.o.is_iri and q.o.value.startswith(CHUNK_PROVENANCE)
+            }
+            hop = sorted(nodes - found_quads.keys() - linked.keys())
+            linked.update(zip(hop, pool.map(stored, hop), strict=True))
+        unfindable = lib.triples.missing_object_rows(
+            (q for qs in (*found_quads.values(), *linked.values()) for q in qs), collection=lib.collection
+        )
+        if unfindable and write_object_rows:
+            result.object_rows_written = lib.triples.write_object_rows(unfindable, collection=lib.collection)
+        elif unfindable:
+            result.object_rows_missing = len(unfindable)
+            result.fail(
+                f"{len(unfindable)} triples without their object row (TrustGraph's get_o/get_po miss them), "
+                f"e.g. {unfindable[0].s} {unfindable[0].p}; `ud verify --repair` writes them"
+            )
         short = [s for s, n in expected.items() if found[s] != n]
         if short:
             result.fail(
