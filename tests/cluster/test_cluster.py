@@ -105,6 +105,31 @@ def test_trustgraphs_readers_see_the_same_on_the_cluster_as_on_one_node(cluster,
     assert len(cluster_view["entities"]) > 100, "too few entities read to compare"
 
 
+def test_trustgraphs_own_reader_finds_every_quad_on_the_cluster_by_every_pattern(cluster, batch):
+    """TrustGraph 2.11.1's EntityCentricKnowledgeGraph, at the cluster's consistency, over the batch's quads:
+    each found by every pattern its insert makes it findable by (tests/resources/cassandra/test_trustgraph_reader.py)."""
+    from resources.cassandra.triples import keyspace_for
+    from tests.resources.cassandra.test_trustgraph_reader import Patterns, trustgraph_reader
+
+    workspace, _, _ = batch
+    tg = trustgraph_reader(workspace)
+    try:
+        stored = [
+            tuple(r)
+            for r in tg.session.execute(
+                f'SELECT s, p, o, d, otype, dtype, lang FROM "{keyspace_for(workspace)}".quads_by_collection '
+                "WHERE collection = %s",
+                ("default",),
+            )
+        ]
+        assert len(stored) > 100, "too few quads to read"
+        patterns = Patterns(tg)
+        missed = {r: m for r in stored if (m := patterns.missing(r))}
+        assert not missed, f"{len(missed)} of {len(stored)} quads missed, e.g. {list(missed.items())[:3]}"
+    finally:
+        tg.close()
+
+
 def trustgraph_view(workspace: str) -> dict[str, object]:
     """What TrustGraph's own readers get: its librarian queries (tables/library.py) per document, its triple
     store's reads per entity (quads_by_entity) and per collection (quads_by_collection), at the consistency
