@@ -207,6 +207,37 @@ def test_every_pattern_finds_every_quad_of_decoded_documents_and_none_after_remo
         tg.close()
 
 
+def test_the_rows_are_those_trustgraphs_own_insert_writes(graph_cassandra_run):
+    """The same quads through TrustGraph's insert (as its triples writer calls it) and through ours: the same
+    rows, column for column, in both tables."""
+    from resources.cassandra.triples import CassandraTripleStore
+
+    if graph_cassandra_run.error:
+        pytest.fail(graph_cassandra_run.error, pytrace=False)
+    quads = [
+        *extra_quads("doc-tg", "urn:page:tg-1"),
+        Quad("urn:page:tg-1", RDFS_LABEL, Term("Page 1"), GRAPH_SOURCE),
+        Quad("urn:page:tg-1", PROV_DERIVED, Term("https://trustgraph.ai/doc/doc-tg", is_iri=True), GRAPH_SOURCE),
+    ]
+    theirs_ws, ours_ws = graph_cassandra_run.new_workspace(), graph_cassandra_run.new_workspace()
+    ours = CassandraTripleStore(graph_cassandra_run.connection, ours_ws)
+    ours.insert(quads)
+    tg = trustgraph_reader(theirs_ws)
+    try:
+        for q in quads:
+            s, p, o, g, otype, dtype, lang = row(q)
+            tg.insert("default", s, p, o, g=g, otype=otype, dtype=dtype, lang=lang)
+        c = graph_cassandra_run.connection
+        for table in ("quads_by_entity", "quads_by_collection"):
+            theirs = {tuple(r) for r in c.execute(f'SELECT * FROM "{tg.keyspace}".{table}')}
+            mine = {tuple(r) for r in c.execute(f'SELECT * FROM "{ours.keyspace}".{table}')}
+            assert mine == theirs, (table, sorted(mine ^ theirs)[:5])
+        entity = [tuple(r) for r in c.execute(f'SELECT role, otype FROM "{tg.keyspace}".quads_by_entity')]
+        assert entity.count(("O", "l")) == 7  # the literal objects' rows: three kinds in both graphs, and one more
+    finally:
+        tg.close()
+
+
 def _delete_object_rows(lib, rows: list[Row]) -> None:
     """What the code before issue #30 left: no 'O' row for literal objects."""
     c, ks = lib.triples.c, lib.triples.keyspace
