@@ -461,17 +461,27 @@ class LibrarianService:
 
     def remove_document(self, id: str) -> int:
         """Remove a document and, recursively, its children, their bytes and their triples."""
-        root = self.get_metadata(id)
-        order: list[DocumentMetadata] = [root]  # breadth first: parents before children
-        seen = {root.id}
-        i = 0
-        while i < len(order):
-            for child in self.documents.children(self.workspace, order[i].id):
-                if child.id not in seen:
-                    seen.add(child.id)
-                    order.append(child)
-            i += 1
-        ids = [d.id for d in order]
+        return self._remove_tree(id, self.get_metadata(id))
+
+    def clean_up_removed(self, id: str) -> int:
+        """Remove what ud stored for a source document whose own row another writer removed
+        (TrustGraph's librarian deletes the row and its bytes, nothing else): its children, their
+        bytes and triples, the decoder's records and the generation's stored elements. Nothing when
+        the document's row exists (it is back, or was never gone). Returns the rows removed."""
+        if self.documents.get(self.workspace, id) is not None:
+            return 0
+        return self._remove_tree(id, None)
+
+    def _remove_tree(self, id: str, root: DocumentMetadata | None) -> int:
+        order: list[DocumentMetadata] = [root] if root is not None else []  # breadth first: parents first
+        seen = {id}
+        parents = [id]
+        while parents:
+            found = [c for c in self.documents.children(self.workspace, parents.pop(0)) if c.id not in seen]
+            seen.update(c.id for c in found)
+            order.extend(found)
+            parents.extend(c.id for c in found)
+        ids = [id, *(d.id for d in order if d.id != id)]
         subjects = set(ids) | {document_iri(i) for i in ids}
         for doc_id in ids:
             for q in self.triples.query(s=doc_id, p=PROV_WAS_GENERATED_BY, collection=self.collection):
@@ -483,7 +493,7 @@ class LibrarianService:
         for kind in RECORD_TYPES:
             self.documents.delete_records(kind, self.workspace, ids)
         self.documents.delete(self.workspace, list(reversed(ids)))  # leaves first: a retry finds the rest
-        if root.document_type == SOURCE and not root.parent_id:
+        if root is not None and root.document_type == SOURCE and not root.parent_id:
             self.documents.log_event(self.workspace, root.id, REMOVED, root.sha256)
         doomed = [(d.object_id, d.id) for d in reversed(order)]
         for g in generations:  # the stored elements of each removed document's generation
@@ -497,6 +507,30 @@ class LibrarianService:
             except Exception as e:  # metadata is gone already; an orphan object is only garbage
                 log.warning("could not delete object %s of removed document %r: %s", object_id, doc_id, e)
         return len(order)
+
+    def with_content_hash(self, meta: DocumentMetadata) -> DocumentMetadata:
+        """The document's metadata with its size and sha256. A row another writer made (TrustGraph's
+        librarian) has neither: they are computed from the bytes once and written back, into the
+        two columns TrustGraph does not read, so the generation's fingerprint names the content."""
+        if meta.sha256:
+            return meta
+        digest, size = hashlib.sha256(), 0
+        for chunk in self.objects.open(meta.object_id):
+            digest.update(chunk)
+            size += len(chunk)
+        filled = dataclasses.replace(meta, size=size, sha256=digest.hexdigest())
+        self.documents.upsert_many([filled])
+        return filled
+
+    def sources_after(self, after: str, limit: int) -> tuple[list[DocumentMetadata], str | None]:
+        """One slice of the workspace's rows in id order: the source documents among the next
+        `limit` rows after `after` (children skipped), and the last id read, or None when the slice
+        reached the end of the table. A sweep of the whole library in bounded memory and time."""
+        if limit <= 0:
+            raise LibrarianError(f"limit must be positive, got {limit}")
+        rows = self.documents.page_rows(self.workspace, after, limit)
+        sources = [r for r in rows if not r.parent_id and r.document_type == SOURCE]
+        return sources, (rows[-1].id if len(rows) == limit else None)
 
     # -- decoder records (resources.records) -----------------------------------------------------
 

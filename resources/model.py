@@ -363,6 +363,18 @@ class Librarian(Protocol):
 
     def remove_document(self, id: str) -> int: ...
 
+    def clean_up_removed(self, id: str) -> int:
+        """What ud stored for a document whose row another writer removed; 0 if the row exists."""
+        ...
+
+    def with_content_hash(self, meta: DocumentMetadata) -> DocumentMetadata:
+        """meta with size and sha256, computed from the bytes (and stored) when another writer left them out."""
+        ...
+
+    def sources_after(self, after: str, limit: int) -> tuple[list[DocumentMetadata], str | None]:
+        """The source documents among the next `limit` rows after `after`, and the last id read (None: the end)."""
+        ...
+
     def put_children(self, children: Sequence[Child], known_parents: Iterable[str] = ()) -> list[DocumentMetadata]:
         """Store child documents, idempotently; known_parents: parent ids the caller has just
         stored or read, not read again (every other parent must exist)."""

@@ -8,11 +8,11 @@ import dagster as dg
 import pytest
 
 from resources.model import Upload
-from ud_assets.defs import schedules
+from ud_assets.defs import schedules, sensors
 from ud_assets.defs.partitions import documents_partitions
 from ud_assets.defs.resources import LibrarianResource
 from ud_assets.defs.schedules import reprocess_after_upgrade
-from ud_assets.defs.sensors import RANGE_END, RANGE_START, librarian_uploads, plan_uploads
+from ud_assets.defs.sensors import RANGE_END, RANGE_START, SensorCursor, librarian_uploads, plan_sweep, plan_uploads
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -90,7 +90,8 @@ def test_sensor_on_new_old_re_uploaded_and_removed_documents(embedded, instance)
     apply_partition_requests(instance, first)
     cursor = first.cursor
 
-    assert isinstance(tick(embedded, instance, cursor), dg.SkipReason)  # nothing new: no run
+    quiet = tick(embedded, instance, cursor)  # nothing new: no run
+    assert quiet.skip_reason is not None and not quiet.run_requests and not quiet.dynamic_partitions_requests
 
     lib.remove_document("edited.md")
     lib.add_document("edited.md", "text/markdown", b"# Edited\n\nSecond version.\n")
@@ -126,10 +127,14 @@ def test_sensor_work_grows_with_new_uploads_not_with_the_library(embedded, insta
     monkeypatch.setattr(
         type(lib), "uploads_since", lambda self, c, limit=1000: seen.extend(real_since(self, c, limit)) or seen
     )
-    result = tick(embedded, instance, cursor)
-    assert len(seen) == 3 and len(lookups) == 3
+    # The sweep for other writers' documents reads a bounded slice and makes bounded lookups.
+    monkeypatch.setattr(sensors, "SWEEP_ROWS", 50)
+    monkeypatch.setattr(sensors, "MAX_SWEEP_LOOKUPS", 10)
+    result = tick(embedded, instance, SensorCursor(log=cursor).dump())
+    assert len(seen) == 3 and len(lookups) == 3 + 10
     assert len(result.run_requests) == 1  # three uploads, one batch run
     assert result.run_requests[0].tags[RANGE_START] == "fresh-0.txt"
+    assert SensorCursor.parse(result.cursor).sweep == "doc-00009.txt"  # resumes after the last id looked up
 
 
 def decode_all(resource, instance, keys):
@@ -224,3 +229,42 @@ def test_re_running_the_schedule_request_touches_only_the_stale_document(embedde
     decode_all(embedded, instance, [request.partition_key])
     assert lib.get_generation("a.md") == untouched
     assert lib.get_generation("b.md").unstructured_version == package_version("unstructured")
+
+
+def test_the_sweep_finds_documents_added_and_removed_by_another_writer():
+    partitions = {"a", "c"}
+    new, removed, stopped = plan_sweep(["a", "b", "c", "d"], ["a", "x"], partitions.__contains__)
+    assert (new, removed, stopped) == (["b", "d"], ["x"], None)  # x: decoded once, its row gone
+    # Bounded lookups: the slice stops after the last document it could look up.
+    new, removed, stopped = plan_sweep(["a", "b", "c", "d", "e"], ["a", "x", "d9"], partitions.__contains__, 2)
+    assert (new, removed, stopped) == (["b"], [], "c")  # "d9" and "x" lie beyond what was covered
+    assert plan_sweep(["a", "b"], ["a"], lambda key: False, 0) == ([], [], "a")
+    assert plan_sweep(["b"], [], lambda key: False, 0) == ([], [], "")
+
+
+def test_a_cursor_of_the_previous_version_is_the_upload_logs():
+    assert SensorCursor.parse("17") == SensorCursor(log="17", sweep="")
+    assert SensorCursor.parse(SensorCursor(log="17", sweep="m.md").dump()) == SensorCursor(log="17", sweep="m.md")
+    assert SensorCursor.parse(None) == SensorCursor()
+
+
+def test_a_document_registered_without_the_upload_log_is_found_and_decoded(embedded, instance):
+    """Another writer (a migration, another program) puts a row and bytes, and never ud's log."""
+    import uuid
+
+    lib = embedded.get()
+    lib.add_document("logged.md", "text/markdown", b"# Logged\n")
+    first = tick(embedded, instance, None)
+    apply_partition_requests(instance, first)
+    object_id = uuid.uuid4()
+    lib.objects.put(object_id, b"# Migrated\n\nNo log event.\n", "text/markdown")
+    row = dataclasses.replace(lib.get_metadata("logged.md"), id="migrated.md", object_id=object_id, sha256="", size=0)
+    lib.documents.upsert_many([row])  # the row alone: no upload event
+    assert [e.id for e in lib.uploads_since(SensorCursor.parse(first.cursor).log)] == []
+    found = tick(embedded, instance, first.cursor)
+    assert [r.partition_key for r in found.run_requests] == ["migrated.md"]
+    assert found.run_requests[0].run_key.startswith("found:")
+    apply_partition_requests(instance, found)
+    assert instance.has_dynamic_partition(documents_partitions.name, "migrated.md")
+    again = tick(embedded, instance, found.cursor)  # a full sweep later: nothing new
+    assert not again.run_requests

@@ -1,7 +1,22 @@
-"""The sensor on new librarian uploads: new documents become partitions and are decoded in batches."""
+"""The sensor on the librarian: new documents become partitions and are decoded in batches,
+removed ones lose their partition and everything ud stored for them.
+
+Two ways in, because ud is not the librarian's only writer:
+
+- ud's own upload log (`uploads_since`): every document `ud librarian add`, the import or another
+  ud process adds or removes, read from the cursor on. The fast path: a tick costs the new events.
+- a sweep of the librarian's document table, one slice per tick (`SWEEP_ROWS` rows, in id order,
+  the position kept in the cursor): documents another writer added (TrustGraph's librarian writes
+  the row and the bytes, never ud's log) have no generation and no partition, and become new
+  partitions; generations whose document row is gone (TrustGraph's `remove_document`) are cleaned
+  up. A full sweep of N rows takes N / SWEEP_ROWS ticks: the worst-case delay for a document added
+  outside ud (README, "Other writers").
+"""
 
 import hashlib
+import json
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import dagster as dg
@@ -14,6 +29,9 @@ from ud_assets.defs.partitions import PARTITIONS_NAME, documents_partitions
 from ud_assets.defs.resources import LibrarianResource
 
 MAX_EVENTS_PER_TICK = 5000  # bounds one tick's work whatever the backlog
+SWEEP_ROWS = 5000  # librarian rows (sources and children) a tick reads to find other writers' changes
+MAX_SWEEP_LOOKUPS = 200  # partition lookups (one query each) a tick's sweep may make
+MAX_CLEANUPS_PER_TICK = 100  # documents removed outside ud cleaned up in one tick (the rest in the next sweep)
 PARTITION_REQUEST_CHUNK = 1000
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
@@ -88,18 +106,87 @@ def plan_uploads(
     return partition_requests, runs, refused
 
 
+@dataclass(frozen=True)
+class SensorCursor:
+    """Where the sensor is: in ud's upload log, and in the sweep of the document table."""
+
+    log: str | None = None
+    sweep: str = ""  # the last document id swept; "" starts a new sweep
+
+    @classmethod
+    def parse(cls, text: str | None) -> "SensorCursor":
+        if not text:
+            return cls()
+        if not text.startswith("{"):  # a cursor of an earlier version: the upload log's alone
+            return cls(log=text)
+        data = json.loads(text)
+        return cls(log=data.get("log"), sweep=data.get("sweep", ""))
+
+    def dump(self) -> str:
+        return json.dumps({"log": self.log, "sweep": self.sweep})
+
+
+def plan_sweep(
+    sources: Sequence[str],
+    generations: Sequence[str],
+    has_partition: Callable[[str], bool],
+    max_lookups: int | None = None,
+) -> tuple[list[str], list[str], str | None]:
+    """(new, removed, stopped_after) for one slice of the document table, in id order (pure; tested
+    directly): source documents with neither a generation nor a partition (another writer added
+    them), and generations whose document is not among the slice's sources (another writer removed
+    it). A document without a generation costs a partition lookup: after max_lookups of them the
+    slice stops, and stopped_after is the last id it covered (None: the whole slice)."""
+    decoded = set(generations)
+    new: list[str] = []
+    stopped_after: str | None = None
+    lookups = 0
+    covered: list[str] = []
+    for document_id in sources:
+        if document_id not in decoded and not partition_key_problem(document_id):
+            if max_lookups is not None and lookups >= max_lookups:
+                stopped_after = covered[-1] if covered else None
+                break
+            lookups += 1
+            if not has_partition(document_id):
+                new.append(document_id)
+        covered.append(document_id)
+    present = set(covered)
+    limit = stopped_after if len(covered) < len(sources) else None
+    if len(covered) < len(sources) and not covered:
+        return new, [], ""  # not even the first document: nothing covered (max_lookups 0)
+    removed = [d for d in generations if d not in present and (limit is None or d <= limit)]
+    return new, removed, limit
+
+
+def sweep_slice(lib, after: str) -> tuple[list[Upload], list[str], str]:
+    """Read one slice: its source documents (as upload events), the ids of the generations in the
+    same id range, and where the next slice starts ("" after the end of the table)."""
+    sources, end = lib.sources_after(after, SWEEP_ROWS)
+    generations: list[str] = []
+    cursor = after
+    while True:
+        page = lib.generations_after(cursor, 1000)
+        inside = [g.document_id for g in page if end is None or g.document_id <= end]
+        generations.extend(inside)
+        if len(page) < 1000 or len(inside) < len(page):
+            break
+        cursor = page[-1].document_id
+    events = [Upload(d.id, "added", d.sha256, d.time, "") for d in sources]
+    return events, generations, end or ""
+
+
 @dg.sensor(
     job=decode_documents,
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Adds new librarian uploads to the 'documents' partitions and decodes them in batches; "
-    "removes the partitions of removed documents.",
+    description="Adds new librarian documents to the 'documents' partitions and decodes them in batches; "
+    "removes the partitions of removed documents. Reads ud's upload log, and sweeps the document table a "
+    "slice per tick for what other writers (TrustGraph's librarian) added or removed.",
 )
 def librarian_uploads(context: dg.SensorEvaluationContext, librarian: LibrarianResource):
     lib = librarian.get()
-    events = lib.uploads_since(context.cursor or None, limit=MAX_EVENTS_PER_TICK)
-    if not events:
-        return dg.SkipReason("no new uploads")
+    cursor = SensorCursor.parse(context.cursor)
     instance = context.instance
 
     def has_partition(key: str) -> bool:
@@ -109,7 +196,40 @@ def librarian_uploads(context: dg.SensorEvaluationContext, librarian: LibrarianR
         generation = lib.get_generation(key)
         return generation is not None and generation.sha256 == sha256
 
+    events = lib.uploads_since(cursor.log, limit=MAX_EVENTS_PER_TICK)
     partition_requests, runs, refused = plan_uploads(events, has_partition, batch_size(), decoded)
+    seen = {e.id for e in events}  # this tick's log already plans them
+
+    swept, generations, sweep_next = sweep_slice(lib, cursor.sweep)
+    new, removed, stopped_after = plan_sweep(
+        [e.id for e in swept if e.id not in seen], generations, has_partition, MAX_SWEEP_LOOKUPS
+    )
+    if stopped_after is not None:  # too many undecoded documents to look up at once: resume there
+        sweep_next = stopped_after or cursor.sweep
+    wanted = set(new)
+    added_requests, added_runs, _ = plan_uploads([e for e in swept if e.id in wanted], has_partition, batch_size())
+    partition_requests += added_requests
+    runs += [replace_run_key(run, "found:") for run in added_runs]
+    removed = [d for d in removed if d not in seen][:MAX_CLEANUPS_PER_TICK]
+    gone = []
+    for document_id in removed:
+        rows = lib.clean_up_removed(document_id)
+        if lib.get_generation(document_id) is None:  # its row was really gone: cleaned up
+            context.log.info(f"{document_id} was removed outside ud: {rows} child rows and its triples cleaned up")
+            if has_partition(document_id):
+                gone.append(document_id)
+    if gone:
+        partition_requests.append(documents_partitions.build_delete_request(gone))
     for message in refused:
         context.log.warning(f"upload not decoded: document id {message}")
-    return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=partition_requests, cursor=events[-1].cursor)
+    if new:
+        context.log.info(f"{len(new)} documents added outside ud found by the sweep: {', '.join(new[:5])}...")
+    next_cursor = SensorCursor(log=events[-1].cursor if events else cursor.log, sweep=sweep_next)
+    if not (runs or partition_requests):
+        return dg.SensorResult(skip_reason=dg.SkipReason("no new uploads"), cursor=next_cursor.dump())
+    return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=partition_requests, cursor=next_cursor.dump())
+
+
+def replace_run_key(run: dg.RunRequest, prefix: str) -> dg.RunRequest:
+    """The sweep's runs keyed apart from the log's (the same documents never meet in both)."""
+    return run.with_replaced_attrs(run_key=prefix + (run.run_key or "").removeprefix("upload:"))

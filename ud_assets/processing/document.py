@@ -17,7 +17,8 @@ def open_attempt(
     librarian: Librarian, document_id: str, config: DecoderConfig, version: str, now: datetime | None = None
 ) -> Attempt:
     """Read the document's metadata and head, detect its kind, and name the generation to produce."""
-    meta = librarian.get_metadata(document_id)
+    # A row TrustGraph's librarian wrote has no sha256: computed here once (the fingerprint needs it).
+    meta = librarian.with_content_hash(librarian.get_metadata(document_id))
     if meta.parent_id:
         raise DocumentFailed(document_id, f"is a {meta.document_type} of {meta.parent_id}, not a source document")
     # The head from the object store by the metadata just read (the librarian's read_range reads it again).

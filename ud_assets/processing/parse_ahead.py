@@ -95,7 +95,9 @@ class ParseAhead:
 
         def size(document_id: str) -> int:
             try:
-                meta = self._metadata[document_id] = self.librarian.get_metadata(document_id)
+                meta = self._metadata[document_id] = self.librarian.with_content_hash(
+                    self.librarian.get_metadata(document_id)
+                )
                 return meta.size
             except LibrarianError:  # reported by process_document, not here
                 return 0
@@ -118,7 +120,7 @@ class ParseAhead:
 
     def _parse(self, document_id: str) -> Parsed | None:
         lib = self.librarian
-        meta = self._metadata.pop(document_id, None) or lib.get_metadata(document_id)
+        meta = self._metadata.pop(document_id, None) or lib.with_content_hash(lib.get_metadata(document_id))
         if meta.parent_id or meta.size > Limits.from_env().max_bytes:
             return None  # refused by the document's own processing, with its cause
         fingerprint = ids.fingerprint(meta.sha256, self.version, self.config)
