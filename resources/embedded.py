@@ -29,6 +29,7 @@ from resources.model import (
     BinaryReader,
     DocumentMetadata,
     LibrarianError,
+    ProcessingRequest,
     Quad,
     Record,
     StorageUnavailable,
@@ -67,6 +68,16 @@ CREATE TABLE IF NOT EXISTS upload_log (
     time_ms INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS upload_log_workspace ON upload_log (workspace, seq);
+CREATE TABLE IF NOT EXISTS processing (
+    workspace TEXT NOT NULL,
+    id TEXT NOT NULL,
+    document_id TEXT NOT NULL,
+    time_ms INTEGER NOT NULL,
+    flow TEXT NOT NULL DEFAULT '',
+    collection TEXT NOT NULL,
+    tags TEXT NOT NULL DEFAULT '[]',
+    PRIMARY KEY (workspace, id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS quads (
     workspace TEXT NOT NULL,
     collection TEXT NOT NULL,
@@ -358,6 +369,50 @@ class SqliteDocumentStore:
             (workspace, after, limit),
         )
         return [Upload(id=r[1], event=r[2], sha256=r[3], time=_from_ms(r[4]), cursor=str(r[0])) for r in rows]
+
+    def put_processing(self, workspace: str, request: ProcessingRequest) -> None:
+        with self.db.write() as c:
+            c.execute(
+                "INSERT OR REPLACE INTO processing (workspace, id, document_id, time_ms, flow, collection, tags) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    workspace,
+                    request.id,
+                    request.document_id,
+                    _ms(request.time),
+                    request.flow,
+                    request.collection,
+                    json.dumps(list(request.tags)),
+                ),
+            )
+
+    def delete_processing(self, workspace: str, id: str) -> None:
+        with self.db.write() as c:
+            c.execute("DELETE FROM processing WHERE workspace = ? AND id = ?", (workspace, id))
+
+    def processing_after(self, workspace: str, after: str, limit: int) -> list[ProcessingRequest]:
+        rows = self.db.read(
+            "SELECT id, document_id, time_ms, flow, collection, tags FROM processing "
+            "WHERE workspace = ? AND id > ? ORDER BY id LIMIT ?",
+            (workspace, after, limit),
+        )
+        return [
+            ProcessingRequest(
+                id=r[0], document_id=r[1], time=_from_ms(r[2]), flow=r[3], collection=r[4], tags=tuple(json.loads(r[5]))
+            )
+            for r in rows
+        ]
+
+    def processing_present(self, workspace: str, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = ids[start : start + _IN_CHUNK]
+            rows = self.db.read(
+                f"SELECT id FROM processing WHERE workspace = ? AND id IN ({', '.join('?' * len(chunk))})",
+                (workspace, *chunk),
+            )
+            found.update(r[0] for r in rows)
+        return found
 
     def put_record(self, kind: str, workspace: str, record: Record) -> None:
         self.put_records(kind, workspace, [record])

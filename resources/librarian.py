@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import json
 import logging
 import os
 import re
@@ -39,11 +40,12 @@ from resources.model import (
     DocumentStore,
     LibrarianError,
     ObjectStore,
+    ProcessingRequest,
     TripleStore,
     Upload,
     document_iri,
 )
-from resources.records import Failure, Generation
+from resources.records import Failure, Generation, Publication
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +61,7 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 # The decoder's per-document records, stored beside the document table (generation, failure).
-RECORD_TYPES: dict[str, type] = {"generation": Generation, "failure": Failure}
+RECORD_TYPES: dict[str, type] = {"generation": Generation, "failure": Failure, "publication": Publication}
 
 
 CHILD_OBJECT_NAMESPACE = uuid.UUID("8f0c2a3e-4b1d-5c6e-9f7a-0b1c2d3e4f50")
@@ -457,6 +459,35 @@ class LibrarianService:
             raise LibrarianError(f"limit must be positive, got {limit}")
         return self.documents.events_since(self.workspace, cursor, limit)
 
+    # -- processing requests (TrustGraph's librarian.processing) ----------------------------------
+
+    def add_processing(
+        self, document_id: str, collection: str, flow: str = "", id: str | None = None
+    ) -> ProcessingRequest:
+        """Ask for the document's triples in `collection`, as TrustGraph's add_processing does."""
+        check_id(document_id)
+        check_id(collection, "collection")
+        request = ProcessingRequest(
+            id=id or str(uuid.uuid4()), document_id=document_id, collection=collection, time=now_utc(), flow=flow
+        )
+        check_id(request.id, "processing request id")
+        if self.documents.get(self.workspace, document_id) is None:
+            raise DocumentNotFound(f"document {document_id!r} not found in workspace {self.workspace!r}")
+        self.documents.put_processing(self.workspace, request)
+        return request
+
+    def remove_processing(self, id: str) -> None:
+        check_id(id, "processing request id")
+        self.documents.delete_processing(self.workspace, id)
+
+    def processing_after(self, after: str = "", limit: int = 1000) -> list[ProcessingRequest]:
+        if limit <= 0:
+            raise LibrarianError(f"limit must be positive, got {limit}")
+        return self.documents.processing_after(self.workspace, after, limit)
+
+    def processing_present(self, ids: Sequence[str]) -> set[str]:
+        return self.documents.processing_present(self.workspace, list(dict.fromkeys(ids)))
+
     # -- removing ------------------------------------------------------------------------------
 
     def remove_document(self, id: str) -> int:
@@ -487,8 +518,13 @@ class LibrarianService:
             for q in self.triples.query(s=doc_id, p=PROV_WAS_GENERATED_BY, collection=self.collection):
                 if q.o.is_iri:
                     subjects.add(q.o.value)
-        for graph in (GRAPH_SOURCE, DEFAULT_GRAPH):
-            self.triples.delete_subjects(sorted(subjects), graph, self.collection)
+        collections = {self.collection}
+        publication = self.get_publication(id)
+        if publication is not None:  # copies in the collections processing requests asked for
+            collections.update(json.loads(publication.requests_json).values())
+        for collection in sorted(collections):
+            for graph in (GRAPH_SOURCE, DEFAULT_GRAPH):
+                self.triples.delete_subjects(sorted(subjects), graph, collection)
         generations = [g for g in (self.get_generation(i) for i in ids) if g is not None]
         for kind in RECORD_TYPES:
             self.documents.delete_records(kind, self.workspace, ids)
@@ -578,6 +614,25 @@ class LibrarianService:
         records = [_typed(r, Failure) for r in self.documents.list_records("failure", self.workspace)]
         return sorted(records, key=lambda f: f.document_id)
 
+    def get_publication(self, document_id: str) -> Publication | None:
+        check_id(document_id)
+        return _optional(self.documents.get_record("publication", self.workspace, document_id), Publication)
+
+    def set_publication(self, publication: Publication) -> None:
+        check_id(publication.document_id)
+        self.documents.put_record("publication", self.workspace, publication)
+
+    def clear_publication(self, document_id: str) -> None:
+        check_id(document_id)
+        self.documents.delete_records("publication", self.workspace, [document_id])
+
+    def publications_after(self, after: str = "", limit: int = 1000) -> list[Publication]:
+        if limit <= 0:
+            raise LibrarianError(f"limit must be positive, got {limit}")
+        return [
+            _typed(r, Publication) for r in self.documents.page_records("publication", self.workspace, after, limit)
+        ]
+
     def close(self) -> None:
         if self._closed:
             return
@@ -586,7 +641,7 @@ class LibrarianService:
             self._on_close()
 
 
-Record = TypeVar("Record", Generation, Failure)
+Record = TypeVar("Record", Generation, Failure, Publication)
 
 
 def _typed(record: object, cls: type[Record]) -> Record:

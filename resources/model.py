@@ -17,9 +17,9 @@ from datetime import datetime
 from typing import BinaryIO, Protocol, TypedDict
 from urllib.parse import quote
 
-from resources.records import Failure, Generation
+from resources.records import Failure, Generation, Publication
 
-Record = Generation | Failure  # the decoder's per-document records
+Record = Generation | Failure | Publication  # the decoder's per-document records
 
 DEFAULT_WORKSPACE = "default"
 DEFAULT_COLLECTION = "default"
@@ -257,6 +257,20 @@ class Child:
     tags: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class ProcessingRequest:
+    """One row of TrustGraph's librarian.processing table: process this document with this flow,
+    its triples into this collection. Written by TrustGraph's librarian (add_processing) or by
+    `ud librarian process`; honoured by the sensor (ud_assets/processing/publication.py)."""
+
+    id: str
+    document_id: str
+    collection: str
+    time: datetime
+    flow: str = ""
+    tags: tuple[str, ...] = ()
+
+
 class DocumentStore(Protocol):
     """Metadata rows and the upload log of a librarian (one backend's tables)."""
 
@@ -291,6 +305,19 @@ class DocumentStore(Protocol):
     def log_event(self, workspace: str, id: str, event: str, sha256: str) -> None: ...
 
     def events_since(self, workspace: str, cursor: str | None, limit: int) -> list[Upload]: ...
+
+    # Processing requests (TrustGraph's librarian.processing rows).
+    def put_processing(self, workspace: str, request: ProcessingRequest) -> None: ...
+
+    def delete_processing(self, workspace: str, id: str) -> None: ...
+
+    def processing_after(self, workspace: str, after: str, limit: int) -> list[ProcessingRequest]:
+        """Up to limit requests of the workspace with ids after `after`, in id order."""
+        ...
+
+    def processing_present(self, workspace: str, ids: Sequence[str]) -> set[str]:
+        """Which of these request ids exist."""
+        ...
 
     # Decoder records (resources.records), one per (workspace, document_id) and record type.
     def put_record(self, kind: str, workspace: str, record: Record) -> None: ...
@@ -386,6 +413,24 @@ class Librarian(Protocol):
         ...
 
     def uploads_since(self, cursor: str | None, limit: int = 1000) -> list[Upload]: ...
+
+    def add_processing(
+        self, document_id: str, collection: str, flow: str = "", id: str | None = None
+    ) -> ProcessingRequest: ...
+
+    def remove_processing(self, id: str) -> None: ...
+
+    def processing_after(self, after: str = "", limit: int = 1000) -> list[ProcessingRequest]: ...
+
+    def processing_present(self, ids: Sequence[str]) -> set[str]: ...
+
+    def get_publication(self, document_id: str) -> Publication | None: ...
+
+    def set_publication(self, publication: Publication) -> None: ...
+
+    def clear_publication(self, document_id: str) -> None: ...
+
+    def publications_after(self, after: str = "", limit: int = 1000) -> list[Publication]: ...
 
     # The decoder's per-document records (resources.records).
     def set_generation(self, generation: Generation) -> None: ...

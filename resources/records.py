@@ -3,6 +3,8 @@
 - Generation: what produced a document's current children (the fingerprint, unstructured's
   version, the decoder options), so a schedule can find documents to re-process after an upgrade.
 - Failure: the ledger of documents that could not be decoded, and why.
+- Publication: the collections a document's triples were copied into, and the processing requests
+  that asked for each (ud_assets/processing/publication.py).
 """
 
 from __future__ import annotations
@@ -35,3 +37,10 @@ class Failure:
     transient: bool  # a server was unavailable: worth retrying; otherwise not until the input changes
     attempts: int = 1
     fingerprint: str = ""  # the generation that failed (bytes, versions, options): retried when it changes
+
+
+@dataclass(frozen=True)
+class Publication:
+    document_id: str
+    requests_json: str  # {processing request id: collection}, canonical JSON (sorted keys)
+    time: datetime

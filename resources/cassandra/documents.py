@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from resources.cassandra.connection import CassandraConnection
 from resources.librarian import RECORD_TYPES, record_columns
-from resources.model import SOURCE, DocumentMetadata, LibrarianError, Record, Upload
+from resources.model import SOURCE, DocumentMetadata, LibrarianError, ProcessingRequest, Record, Upload
 
 KEYSPACE = "librarian"
 
@@ -69,6 +69,17 @@ def schema(connection: CassandraConnection) -> list[str]:
             sha256 text,
             PRIMARY KEY (workspace, seq)
         ) WITH CLUSTERING ORDER BY (seq ASC)""",
+        # TrustGraph's processing requests, its exact table (trustgraph/tables/library.py).
+        f"""CREATE TABLE IF NOT EXISTS {ks}.processing (
+            id text,
+            document_id text,
+            time timestamp,
+            flow text,
+            workspace text,
+            collection text,
+            tags list<text>,
+            PRIMARY KEY (workspace, id)
+        )""",
         *(record_table(kind) for kind in RECORD_TYPES),
     ]
 
@@ -142,7 +153,7 @@ class CassandraDocumentStore:
 
     def __init__(self, connection: CassandraConnection):
         self.c = connection
-        tables = ["document", "upload_log", *(f"record_{kind}" for kind in RECORD_TYPES)]
+        tables = ["document", "upload_log", "processing", *(f"record_{kind}" for kind in RECORD_TYPES)]
         self.c.ensure_schema(KEYSPACE, schema(connection), tables, ["document_object", "document_parent"])
         ks = KEYSPACE
         self._get = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND id = ?"
@@ -161,6 +172,51 @@ class CassandraDocumentStore:
         self._events_after = (
             f"SELECT seq, id, event, sha256 FROM {ks}.upload_log WHERE workspace = ? AND seq > ? LIMIT ?"
         )
+
+        processing = "id, document_id, time, flow, collection, tags"
+        self._put_processing = f"INSERT INTO {ks}.processing (workspace, {processing}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        self._delete_processing = f"DELETE FROM {ks}.processing WHERE workspace = ? AND id = ?"
+        self._processing_after = f"SELECT {processing} FROM {ks}.processing WHERE workspace = ? AND id > ? LIMIT ?"
+        self._processing_in = f"SELECT id FROM {ks}.processing WHERE workspace = ? AND id IN ?"
+
+    def put_processing(self, workspace: str, request: ProcessingRequest) -> None:
+        row = (
+            workspace,
+            request.id,
+            request.document_id,
+            request.time,
+            request.flow,
+            request.collection,
+            list(request.tags),
+        )
+        self.c.execute(self._put_processing, row, f"writing processing request {request.id!r}")
+
+    def delete_processing(self, workspace: str, id: str) -> None:
+        self.c.execute(self._delete_processing, (workspace, id), f"deleting processing request {id!r}")
+
+    def processing_after(self, workspace: str, after: str, limit: int) -> list[ProcessingRequest]:
+        what = f"listing processing requests of workspace {workspace!r}"
+        with self.c.errors(what):
+            return [
+                ProcessingRequest(
+                    id=r.id,
+                    document_id=r.document_id or "",
+                    collection=r.collection or "",
+                    time=_utc(r.time),
+                    flow=r.flow or "",
+                    tags=tuple(r.tags or ()),
+                )
+                for r in self.c.execute(self._processing_after, (workspace, after, limit), what, fetch_size=1000)
+            ]
+
+    def processing_present(self, workspace: str, ids: Sequence[str]) -> set[str]:
+        reads = [
+            (self._processing_in, (workspace, list(ids[i : i + TAKEN_CHUNK]))) for i in range(0, len(ids), TAKEN_CHUNK)
+        ]
+        found: set[str] = set()
+        for rows in self.c.execute_many(reads, "reading which processing requests exist"):
+            found.update(row.id for row in rows)
+        return found
 
     def get(self, workspace: str, id: str) -> DocumentMetadata | None:
         rows = list(self.c.execute(self._get, (workspace, id), f"reading document {id!r}"))

@@ -20,6 +20,7 @@ from typing import Any
 
 import dagster as dg
 
+from resources.model import Librarian
 from ud_assets.decoding.model import DECODER_LOGIC_VERSION, ConfigError
 from ud_assets.defs.checks import CHECK_SPECS, check_results
 from ud_assets.defs.config import DecoderOptions
@@ -183,24 +184,27 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
     from ud_assets.processing.generations import record_failure
     from ud_assets.processing.runner import process_document
 
+    request = dict(context.run.tags)  # a run of a processing request publishes into its collection
+
+    def process_and_publish(key: str) -> Outcome:
+        outcome = process_document(
+            lib,
+            key,
+            decoder_config,
+            stages,
+            version=version,
+            progress=context.log.debug,
+            force=force,
+            chunking=chunking,
+            ahead=ahead,
+        )
+        _publish(lib, key, outcome, stages, request)
+        return outcome
+
     def store(key: str) -> tuple[Outcome, float]:
         started = time.perf_counter()
         try:
-            return _with_retries(
-                partial(
-                    process_document,
-                    lib,
-                    key,
-                    decoder_config,
-                    stages,
-                    version=version,
-                    progress=context.log.debug,
-                    force=force,
-                    chunking=chunking,
-                    ahead=ahead,
-                ),
-                context,
-            ), round(time.perf_counter() - started, 3)
+            return _with_retries(partial(process_and_publish, key), context), round(time.perf_counter() - started, 3)
         finally:
             if ahead is not None:
                 ahead.release(key)
@@ -255,6 +259,31 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
                 yield from _materializations(context, key, stages, outcome, elapsed, ahead)
     if bug is not None:
         raise bug
+
+
+def _publish(lib: Librarian, key: str, outcome: Outcome, stages: list[str], tags: dict[str, str]) -> None:
+    """The copies of the document's triples in the collections processing requests asked for:
+    refreshed after a new generation, and added for the request this run honours
+    (processing/publication.py). A storage outage is the document's transient failure."""
+    from resources.librarian import now_utc
+    from resources.model import ProcessingRequest, StorageUnavailable
+    from ud_assets.processing import publication
+
+    if "provenance_triples" not in stages and "chunks" not in stages:  # the copies follow the triples
+        return
+    try:
+        if not outcome.skipped or outcome.chunks is not None:  # triples written (chunks run every time)
+            publication.refresh(lib, key)
+        if tags.get(publication.PROCESSING_TAG):
+            request = ProcessingRequest(
+                id=tags[publication.PROCESSING_TAG],
+                document_id=key,
+                collection=tags.get(publication.COLLECTION_TAG) or lib.collection,
+                time=now_utc(),
+            )
+            publication.publish(lib, request)
+    except StorageUnavailable as exc:
+        raise DocumentFailed(key, str(exc), transient=True) from exc
 
 
 def _materializations(context, key, stages, outcome, elapsed, ahead):

@@ -13,6 +13,7 @@ Two ways in, because ud is not the librarian's only writer:
   outside ud (README, "Other writers").
 """
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
@@ -21,17 +22,20 @@ from typing import TypeVar
 
 import dagster as dg
 
-from resources.model import Upload
+from resources.model import DocumentNotFound, Librarian, Upload
 from ud_assets.defs.assets import batch_size
 from ud_assets.defs.jobs import decode_documents
 from ud_assets.defs.keys import partition_key_problem
 from ud_assets.defs.partitions import PARTITIONS_NAME, documents_partitions
 from ud_assets.defs.resources import LibrarianResource
+from ud_assets.processing.publication import COLLECTION_TAG, PROCESSING_TAG, requests_of, withdraw
 
 MAX_EVENTS_PER_TICK = 5000  # bounds one tick's work whatever the backlog
 SWEEP_ROWS = 5000  # librarian rows (sources and children) a tick reads to find other writers' changes
 MAX_SWEEP_LOOKUPS = 200  # partition lookups (one query each) a tick's sweep may make
-MAX_CLEANUPS_PER_TICK = 100  # documents removed outside ud cleaned up in one tick (the rest in the next sweep)
+MAX_CLEANUPS_PER_TICK = 100
+REQUEST_ROWS = 500  # processing requests (and publication records) a tick reads
+# documents removed outside ud cleaned up in one tick (the rest in the next sweep)
 PARTITION_REQUEST_CHUNK = 1000
 RANGE_START = "dagster/asset_partition_range_start"
 RANGE_END = "dagster/asset_partition_range_end"
@@ -112,6 +116,8 @@ class SensorCursor:
 
     log: str | None = None
     sweep: str = ""  # the last document id swept; "" starts a new sweep
+    requests: str = ""  # the last processing request id read
+    publications: str = ""  # the last document id whose publication record was checked
 
     @classmethod
     def parse(cls, text: str | None) -> "SensorCursor":
@@ -120,10 +126,15 @@ class SensorCursor:
         if not text.startswith("{"):  # a cursor of an earlier version: the upload log's alone
             return cls(log=text)
         data = json.loads(text)
-        return cls(log=data.get("log"), sweep=data.get("sweep", ""))
+        return cls(
+            log=data.get("log"),
+            sweep=data.get("sweep", ""),
+            requests=data.get("requests", ""),
+            publications=data.get("publications", ""),
+        )
 
     def dump(self) -> str:
-        return json.dumps({"log": self.log, "sweep": self.sweep})
+        return json.dumps(dataclasses.asdict(self))
 
 
 def plan_sweep(
@@ -224,7 +235,17 @@ def librarian_uploads(context: dg.SensorEvaluationContext, librarian: LibrarianR
         context.log.warning(f"upload not decoded: document id {message}")
     if new:
         context.log.info(f"{len(new)} documents added outside ud found by the sweep: {', '.join(new[:5])}...")
-    next_cursor = SensorCursor(log=events[-1].cursor if events else cursor.log, sweep=sweep_next)
+    request_runs, request_partitions, requests_next = plan_requests(lib, cursor.requests, has_partition)
+    runs += request_runs
+    if request_partitions:
+        partition_requests.append(documents_partitions.build_add_request(request_partitions))
+    publications_next = withdraw_removed_requests(lib, cursor.publications, context.log)
+    next_cursor = SensorCursor(
+        log=events[-1].cursor if events else cursor.log,
+        sweep=sweep_next,
+        requests=requests_next,
+        publications=publications_next,
+    )
     if not (runs or partition_requests):
         return dg.SensorResult(skip_reason=dg.SkipReason("no new uploads"), cursor=next_cursor.dump())
     return dg.SensorResult(run_requests=runs, dynamic_partitions_requests=partition_requests, cursor=next_cursor.dump())
@@ -233,3 +254,50 @@ def librarian_uploads(context: dg.SensorEvaluationContext, librarian: LibrarianR
 def replace_run_key(run: dg.RunRequest, prefix: str) -> dg.RunRequest:
     """The sweep's runs keyed apart from the log's (the same documents never meet in both)."""
     return run.with_replaced_attrs(run_key=prefix + (run.run_key or "").removeprefix("upload:"))
+
+
+def plan_requests(
+    lib: Librarian, after: str, has_partition: Callable[[str], bool]
+) -> tuple[list[dg.RunRequest], list[str], str]:
+    """Runs for the processing requests of one slice that are not honoured yet (their document's
+    publication record lacks them), the partitions they need, and where the next slice starts.
+    A run's key is the request id and the document's content hash: repeated ticks never run it
+    twice, a new upload of the document runs it again."""
+    requests = lib.processing_after(after, REQUEST_ROWS)
+    runs: list[dg.RunRequest] = []
+    partitions: list[str] = []
+    for request in requests:
+        if partition_key_problem(request.document_id):
+            continue
+        if request.id in requests_of(lib.get_publication(request.document_id)):
+            continue
+        try:
+            meta = lib.get_metadata(request.document_id)
+        except DocumentNotFound:  # a request for a document that is not (or no longer) there
+            continue
+        if not has_partition(request.document_id) and request.document_id not in partitions:
+            partitions.append(request.document_id)
+        runs.append(
+            dg.RunRequest(
+                run_key=f"processing:{request.id}@{meta.sha256 or meta.object_id}",
+                partition_key=request.document_id,
+                tags={PROCESSING_TAG: request.id, COLLECTION_TAG: request.collection},
+            )
+        )
+    return runs, partitions, (requests[-1].id if len(requests) == REQUEST_ROWS else "")
+
+
+def withdraw_removed_requests(lib: Librarian, after: str, log) -> str:
+    """Copies published for requests that no longer exist (TrustGraph's remove_processing) are
+    deleted, one slice of publication records per tick; where the next slice starts."""
+    records = lib.publications_after(after, REQUEST_ROWS)
+    asked = {r.document_id: requests_of(r) for r in records}
+    present = lib.processing_present([i for requests in asked.values() for i in requests])
+    for document_id, requests in asked.items():
+        removed = [i for i in requests if i not in present]
+        if removed:
+            emptied = withdraw(lib, document_id, removed)
+            log.info(
+                f"{document_id}: processing requests {removed} removed; its triples left {emptied or 'no'} collection"
+            )
+    return records[-1].document_id if len(records) == REQUEST_ROWS else ""
