@@ -14,6 +14,8 @@ its own, so that the memory figures of one are not hidden under the other's peak
    call, the dynamic partitions added 10,000 at a time. No bytes are stored (none of the
    measured operations reads them), so this is the metadata of a decoded library, not its objects;
 2. the upload sensor's tick over `--new` fresh uploads (real `add_document` calls): target <= 1 s;
+   then the worst-case delay before a document added outside ud (no upload-log event, as
+   TrustGraph's librarian adds one) is found by the sensor's sweep (external_upload_latency_s);
 3. the upgrade schedule's evaluation once every generation is stale (a new unstructured version):
    its time (target <= 60 s, a schedule tick's own limit) and the memory it added;
 4. `ud librarian list`'s first page and a full pass (Librarian.iter_documents), with the memory it
@@ -149,6 +151,12 @@ def measure(home: Path, count: int, new: int, backend: str = "embedded", footpri
         out["sensor_rss_growth_mb"] = round(peak_rss_mb() - rss, 1)
         log(f"sensor tick over {new} new uploads: {out['sensor_tick_s']} s, {len(result.run_requests)} runs")
 
+        out.update(external_upload(lib, instance, resource_, result.cursor))
+        log(
+            f"a document added outside ud: found after {out['external_upload_ticks']} ticks "
+            f"({out['external_upload_sweep_s']} s of sweeping): worst-case delay {out['external_upload_latency_s']} s"
+        )
+
         # Every generation stale: a new unstructured version.
         schedules_target = schedules.current_target
         schedules.current_target = lambda config: ("9.9.9", *schedules_target(config)[1:])
@@ -173,7 +181,7 @@ def measure(home: Path, count: int, new: int, backend: str = "embedded", footpri
         out["list_all_s"] = round(time.perf_counter() - began, 2)
         out["list_rss_growth_mb"] = round(peak_rss_mb() - rss, 1)
         out["listed"] = listed
-        assert first.id and listed == count + new, (listed, count, new)
+        assert first.id and listed == count + new + 1, (listed, count, new)  # and the external one
         log(f"listing: first row in {out['list_first_row_s']} s, all {listed:,} in {out['list_all_s']} s")
 
         began = time.perf_counter()
@@ -183,6 +191,55 @@ def measure(home: Path, count: int, new: int, backend: str = "embedded", footpri
         log(f"Dagster's partition query: {len(keys):,} keys in {out['partitions_query_s']} s")
     out["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return out
+
+
+EXTERNAL_ID = "zzzz-external.txt"  # sorts after every other id: the last row the sweep reaches
+
+
+def external_upload(lib, instance, resource_, cursor: str) -> dict:
+    """The worst-case delay before a document added outside ud is found: its row and bytes written
+    with no upload-log event (as TrustGraph's librarian adds one), just behind where the sweep
+    starts. Sensor ticks run as the daemon runs them (partition requests applied, the cursor
+    carried) until one adds its partition; the delay is the ticks times the sensor's interval,
+    plus the ticks' own time."""
+    import dataclasses
+
+    import dagster as dg
+
+    from ud_assets.defs.sensors import SensorCursor, librarian_uploads
+
+    object_id = uuid.uuid4()
+    lib.objects.put(object_id, b"added outside ud\n", KIND)
+    template = lib.get_metadata("new-0000.txt")
+    lib.documents.upsert_many([dataclasses.replace(template, id=EXTERNAL_ID, object_id=object_id, sha256="", size=0)])
+    state = SensorCursor(log=SensorCursor.parse(cursor).log, sweep="").dump()
+    ticks, spent, slowest = 0, 0.0, 0.0
+    while True:
+        ticks += 1
+        context = dg.build_sensor_context(instance=instance, cursor=state, resources={"librarian": resource_})
+        began = time.perf_counter()
+        result = librarian_uploads(context)
+        took = time.perf_counter() - began
+        spent, slowest = spent + took, max(slowest, took)
+        added = [
+            key
+            for request in result.dynamic_partitions_requests
+            if isinstance(request, dg.AddDynamicPartitionsRequest)
+            for key in request.partition_keys
+        ]
+        if added:
+            instance.add_dynamic_partitions(result.dynamic_partitions_requests[0].partitions_def_name, added)
+        if EXTERNAL_ID in added:
+            break
+        state = result.cursor
+    interval = librarian_uploads.minimum_interval_seconds or 30
+    return {
+        "external_upload_ticks": ticks,
+        "external_upload_sweep_s": round(spent, 2),
+        "external_upload_slowest_tick_s": round(slowest, 3),
+        # Added just after a tick began: found by the ticks-th tick after it, each interval seconds apart.
+        "external_upload_latency_s": round(ticks * interval + slowest, 1),
+    }
 
 
 def _last_cursor(lib, cursor: str | None) -> str | None:
@@ -264,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-LIBRARY_KEYS = ("sensor_tick_s", "schedule_plan_s", "register_s", "partitions_query_s")
+LIBRARY_KEYS = ("sensor_tick_s", "schedule_plan_s", "register_s", "partitions_query_s", "external_upload_latency_s")
 
 
 def add_to_bench(bench_json: Path, library: dict) -> None:

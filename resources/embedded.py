@@ -446,6 +446,22 @@ class SqliteDocumentStore:
             kind, "workspace = ? AND document_id > ? ORDER BY document_id LIMIT ?", (workspace, after, limit)
         )
 
+    def page_record_ids(self, kind: str, workspace: str, after: str, limit: int) -> list[str]:
+        record_columns(kind)  # validates kind
+        rows = self.db.read(
+            f"SELECT document_id FROM record_{kind} WHERE workspace = ? AND document_id > ? ORDER BY document_id LIMIT ?",
+            (workspace, after, limit),
+        )
+        return [r[0] for r in rows]
+
+    def page_ids(self, workspace: str, after: str, limit: int) -> list[tuple[str, bool]]:
+        rows = self.db.read(
+            "SELECT id, parent_id = '' AND document_type = 'source' FROM document "
+            "WHERE workspace = ? AND id > ? ORDER BY id LIMIT ?",
+            (workspace, after, limit),
+        )
+        return [(r[0], bool(r[1])) for r in rows]
+
     def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None:
         record_columns(kind)  # validates kind
         with self.db.write() as c:

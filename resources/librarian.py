@@ -558,15 +558,20 @@ class LibrarianService:
         self.documents.upsert_many([filled])
         return filled
 
-    def sources_after(self, after: str, limit: int) -> tuple[list[DocumentMetadata], str | None]:
-        """One slice of the workspace's rows in id order: the source documents among the next
-        `limit` rows after `after` (children skipped), and the last id read, or None when the slice
-        reached the end of the table. A sweep of the whole library in bounded memory and time."""
+    def source_ids_after(self, after: str, limit: int) -> tuple[list[str], str | None]:
+        """One slice of the workspace's rows in id order: the ids of the source documents among the
+        next `limit` rows after `after` (children skipped), and the last id read, or None when the
+        slice reached the end of the table. A sweep of the whole library in bounded memory and time."""
         if limit <= 0:
             raise LibrarianError(f"limit must be positive, got {limit}")
-        rows = self.documents.page_rows(self.workspace, after, limit)
-        sources = [r for r in rows if not r.parent_id and r.document_type == SOURCE]
-        return sources, (rows[-1].id if len(rows) == limit else None)
+        rows = self.documents.page_ids(self.workspace, after, limit)
+        return [i for i, source in rows if source], (rows[-1][0] if len(rows) == limit else None)
+
+    def generation_ids_after(self, after: str, limit: int) -> list[str]:
+        """The ids of the documents with a generation after `after`, in id order: generations_after's ids."""
+        if limit <= 0:
+            raise LibrarianError(f"limit must be positive, got {limit}")
+        return self.documents.page_record_ids("generation", self.workspace, after, limit)
 
     # -- decoder records (resources.records) -----------------------------------------------------
 

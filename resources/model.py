@@ -334,6 +334,14 @@ class DocumentStore(Protocol):
         """Up to `limit` records with document_id > after, in document_id order (bounded memory)."""
         ...
 
+    def page_record_ids(self, kind: str, workspace: str, after: str, limit: int) -> list[str]:
+        """The document ids of page_records alone (a sweep reads many and needs no more)."""
+        ...
+
+    def page_ids(self, workspace: str, after: str, limit: int) -> list[tuple[str, bool]]:
+        """(id, whether it is a source document) of page_rows' rows, without the rest of the row."""
+        ...
+
     def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None: ...
 
     def close(self) -> None: ...
@@ -398,9 +406,11 @@ class Librarian(Protocol):
         """meta with size and sha256, computed from the bytes (and stored) when another writer left them out."""
         ...
 
-    def sources_after(self, after: str, limit: int) -> tuple[list[DocumentMetadata], str | None]:
-        """The source documents among the next `limit` rows after `after`, and the last id read (None: the end)."""
+    def source_ids_after(self, after: str, limit: int) -> tuple[list[str], str | None]:
+        """The source documents' ids among the next `limit` rows after `after`, and the last id read (None: the end)."""
         ...
+
+    def generation_ids_after(self, after: str, limit: int) -> list[str]: ...
 
     def put_children(self, children: Sequence[Child], known_parents: Iterable[str] = ()) -> list[DocumentMetadata]:
         """Store child documents, idempotently; known_parents: parent ids the caller has just

@@ -166,6 +166,9 @@ class CassandraDocumentStore:
         # id is the clustering column: a page is a slice of the workspace's partition, in id order.
         self._page = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND id > ? LIMIT ?"
         self._children = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND parent_id = ?"
+        self._page_ids = (
+            f"SELECT id, parent_id, document_type FROM {ks}.document WHERE workspace = ? AND id > ? LIMIT ?"
+        )
         self._delete = f"DELETE FROM {ks}.document WHERE workspace = ? AND id = ?"
         self._log = f"INSERT INTO {ks}.upload_log (workspace, seq, id, event, sha256) VALUES (?, now(), ?, ?, ?)"
         self._events = f"SELECT seq, id, event, sha256 FROM {ks}.upload_log WHERE workspace = ? LIMIT ?"
@@ -351,6 +354,19 @@ class CassandraDocumentStore:
     def page_records(self, kind: str, workspace: str, after: str, limit: int) -> list[Record]:
         # document_id is the clustering column: a slice of the workspace's partition, in order.
         return self._records(kind, " AND document_id > ? LIMIT ?", (workspace, after, limit))
+
+    def page_record_ids(self, kind: str, workspace: str, after: str, limit: int) -> list[str]:
+        record_columns(kind)
+        cql = f"SELECT document_id FROM {KEYSPACE}.record_{kind} WHERE workspace = ? AND document_id > ? LIMIT ?"
+        what = f"listing {kind} records of workspace {workspace!r}"
+        with self.c.errors(what):
+            return [r.document_id for r in self.c.execute(cql, (workspace, after, limit), what, fetch_size=5000)]
+
+    def page_ids(self, workspace: str, after: str, limit: int) -> list[tuple[str, bool]]:
+        what = f"listing documents of workspace {workspace!r}"
+        with self.c.errors(what):
+            rows = self.c.execute(self._page_ids, (workspace, after, limit), what, fetch_size=5000)
+            return [(r.id, not r.parent_id and (r.document_type or SOURCE) == SOURCE) for r in rows]
 
     def delete_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> None:
         record_columns(kind)

@@ -12,14 +12,19 @@ REGISTER_KEYS = {"rows_s", "partitions_s", "generations_s", "total_s", "document
 
 
 def assert_measured_whole(out: dict, count: int, new: int) -> None:
-    assert out["documents"] == count and out["listed"] == count + new  # registered + the fresh uploads
-    assert out["dagster_partitions"] == count  # the sensor's requests are not applied by the bench
+    # registered + the fresh uploads + the one added outside ud
+    assert out["documents"] == count and out["listed"] == count + new + 1
+    # The first tick's requests are not applied; the external document's ticks apply theirs (as the daemon does).
+    assert out["dagster_partitions"] == count + new + 1
     assert out["sensor_runs_requested"] == 1  # a few new uploads, one batch run
     assert out["schedule_runs_planned"] == math.ceil(count / batch_size())  # every registered one stale
     assert set(out["register"]) == REGISTER_KEYS
     assert out["register_s"] == out["register"]["total_s"]
     for key in ("register_s", "sensor_tick_s", "schedule_plan_s", "partitions_query_s"):
         assert out[key] >= 0
+    # The document added outside ud was found by the sweep, a whole sensor interval at least later.
+    assert out["external_upload_ticks"] >= 1
+    assert out["external_upload_latency_s"] >= 30 * out["external_upload_ticks"]
 
 
 def test_a_small_library_is_registered_and_measured_whole(tmp_path):
@@ -59,7 +64,7 @@ def test_one_backend_is_measured_in_process_and_written_under_its_name(tmp_path)
     assert library.main(["--backend", "embedded", "--documents", "20", "--new", "2", "--out", str(out_file)]) == 0
     out = json.loads(out_file.read_text())
     assert set(out["backends"]) == {"embedded"} and out["documents"] == 20
-    assert out["backends"]["embedded"]["listed"] == 22
+    assert out["backends"]["embedded"]["listed"] == 23  # and the document added outside ud
     assert set(out["backends"]["embedded"]["verdicts"]) == set(library.TARGETS)
     with pytest.raises(SystemExit):
         library.main(["--backend", "sqlite"])

@@ -16,6 +16,7 @@ Two ways in, because ud is not the librarian's only writer:
 import dataclasses
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -31,7 +32,8 @@ from ud_assets.defs.resources import LibrarianResource
 from ud_assets.processing.publication import COLLECTION_TAG, PROCESSING_TAG, requests_of, withdraw
 
 MAX_EVENTS_PER_TICK = 5000  # bounds one tick's work whatever the backlog
-SWEEP_ROWS = 5000  # librarian rows (sources and children) a tick reads to find other writers' changes
+SWEEP_ROWS = 5000  # librarian rows (sources and children) one read of the sweep takes
+SWEEP_BUDGET_S = 0.3  # how long a tick may go on sweeping (the tick's target is 1 s in all)
 MAX_SWEEP_LOOKUPS = 200  # partition lookups (one query each) a tick's sweep may make
 MAX_CLEANUPS_PER_TICK = 100
 REQUEST_ROWS = 500  # processing requests (and publication records) a tick reads
@@ -170,21 +172,61 @@ def plan_sweep(
     return new, removed, limit
 
 
-def sweep_slice(lib, after: str) -> tuple[list[Upload], list[str], str]:
-    """Read one slice: its source documents (as upload events), the ids of the generations in the
-    same id range, and where the next slice starts ("" after the end of the table)."""
-    sources, end = lib.sources_after(after, SWEEP_ROWS)
+def sweep_slice(lib: Librarian, after: str) -> tuple[list[str], list[str], str]:
+    """Read one slice: the ids of its source documents, the ids of the generations in the same id
+    range, and where the next slice starts ("" after the end of the table)."""
+    sources, end = lib.source_ids_after(after, SWEEP_ROWS)
     generations: list[str] = []
     cursor = after
     while True:
-        page = lib.generations_after(cursor, 1000)
-        inside = [g.document_id for g in page if end is None or g.document_id <= end]
+        page = lib.generation_ids_after(cursor, SWEEP_ROWS)
+        inside = [g for g in page if end is None or g <= end]
         generations.extend(inside)
-        if len(page) < 1000 or len(inside) < len(page):
+        if len(page) < SWEEP_ROWS or len(inside) < len(page):
             break
-        cursor = page[-1].document_id
-    events = [Upload(d.id, "added", d.sha256, d.time, "") for d in sources]
-    return events, generations, end or ""
+        cursor = page[-1]
+    return sources, generations, end or ""
+
+
+def sweep(
+    lib: Librarian, start: str, seen: set[str], has_partition: Callable[[str], bool]
+) -> tuple[list[Upload], list[str], str]:
+    """Slices of the document table from `start`, for up to SWEEP_BUDGET_S (a slice costs
+    milliseconds on SQLite, ~0.1 s on Cassandra, so a tick covers many): the documents another
+    writer added, the generations whose row another writer removed, and where the next tick goes
+    on. At most MAX_SWEEP_LOOKUPS partition lookups in all; the sweep stops early for them."""
+    began = time.monotonic()
+    found: list[Upload] = []
+    removed: list[str] = []
+    position = start
+    lookups_left = MAX_SWEEP_LOOKUPS
+    while True:
+        slice_began = time.monotonic()
+        swept, generations, after = sweep_slice(lib, position)
+        lookups = 0
+
+        def counted(key: str) -> bool:
+            nonlocal lookups
+            lookups += 1
+            return has_partition(key)
+
+        candidates = [i for i in swept if i not in seen]
+        new, gone, stopped_after = plan_sweep(candidates, generations, counted, lookups_left)
+        lookups_left -= lookups
+        for document_id in new:  # rare: read their rows for the run keys
+            try:
+                meta = lib.get_metadata(document_id)
+            except DocumentNotFound:  # removed again since the slice was read
+                continue
+            found.append(Upload(meta.id, "added", meta.sha256, meta.time, ""))
+        removed += [d for d in gone if d not in seen]
+        if stopped_after is not None:  # too many undecoded documents to look up at once: resume there
+            return found, removed, stopped_after or position
+        position = after
+        now = time.monotonic()
+        # Another slice only if it, taking as long as this one, still ends within the budget.
+        if not after or now + (now - slice_began) - began > SWEEP_BUDGET_S or lookups_left <= 0:
+            return found, removed, position
 
 
 @dg.sensor(
@@ -211,14 +253,9 @@ def librarian_uploads(context: dg.SensorEvaluationContext, librarian: LibrarianR
     partition_requests, runs, refused = plan_uploads(events, has_partition, batch_size(), decoded)
     seen = {e.id for e in events}  # this tick's log already plans them
 
-    swept, generations, sweep_next = sweep_slice(lib, cursor.sweep)
-    new, removed, stopped_after = plan_sweep(
-        [e.id for e in swept if e.id not in seen], generations, has_partition, MAX_SWEEP_LOOKUPS
-    )
-    if stopped_after is not None:  # too many undecoded documents to look up at once: resume there
-        sweep_next = stopped_after or cursor.sweep
-    wanted = set(new)
-    added_requests, added_runs, _ = plan_uploads([e for e in swept if e.id in wanted], has_partition, batch_size())
+    found, removed, sweep_next = sweep(lib, cursor.sweep, seen, has_partition)
+    new = [e.id for e in found]
+    added_requests, added_runs, _ = plan_uploads(found, has_partition, batch_size())
     partition_requests += added_requests
     runs += [replace_run_key(run, "found:") for run in added_runs]
     removed = [d for d in removed if d not in seen][:MAX_CLEANUPS_PER_TICK]
