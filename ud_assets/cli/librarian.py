@@ -1,4 +1,4 @@
-"""`ud librarian add|list|show|rm`: manage the documents in the librarian.
+"""`ud librarian add|import|list|show|rm`: manage the documents in the librarian.
 
 The backend comes from the environment (resources.settings): the embedded one under UD_HOME,
 or S3 + Cassandra when CASSANDRA_HOST is set. Failures print one line on stderr and exit 1.
@@ -16,12 +16,14 @@ PROG = "ud librarian"
 
 
 def add_librarian_parser(subparsers) -> argparse.ArgumentParser:
-    """Add the `librarian` command (with add, list, show, rm) to an argparse subparsers object."""
+    """Add the `librarian` command (with add, import, list, show, rm) to an argparse subparsers object."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--workspace", help="workspace (default: UD_WORKSPACE or 'default')")
 
     parser = subparsers.add_parser("librarian", help="add, list, show and remove documents in the librarian")
-    commands = parser.add_subparsers(dest="librarian_command", required=True, metavar="{add,list,show,rm}")
+    commands = parser.add_subparsers(
+        dest="librarian_command", required=True, metavar="{add,import,list,show,rm,process,unprocess}"
+    )
 
     add = commands.add_parser("add", parents=[common], help="store a file as a source document; prints its id")
     add.add_argument("file", metavar="FILE")
@@ -37,6 +39,24 @@ def add_librarian_parser(subparsers) -> argparse.ArgumentParser:
         "`dagster asset materialize --partition ID` can run at once (else the sensor adds it within 30 s)",
     )
     add.set_defaults(handler=cmd_add)
+
+    imp = commands.add_parser(
+        "import",
+        parents=[common],
+        help="store every file of folders or S3 prefixes (resumable; duplicate bytes skipped)",
+        description="Import the files below each SOURCE (a folder, recursively, or s3://bucket/prefix on the "
+        "endpoint of AWS_ENDPOINT_URL_S3). A file's id is its path relative to SOURCE ('/'-separated), after "
+        "--id-prefix; its kind is detected as `add` detects it. Files whose bytes (sha256) the librarian or the "
+        "run already holds are skipped and reported, ids already imported with the same bytes count as present, "
+        "so an interrupted import is resumed by running it again. The upload sensor decodes what was added.",
+    )
+    imp.add_argument("sources", nargs="+", metavar="SOURCE", help="a folder or s3://bucket/prefix")
+    imp.add_argument("--include", action="append", default=[], metavar="GLOB", help="only matching files (repeatable)")
+    imp.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip matching files (repeatable)")
+    imp.add_argument("--id-prefix", default="", help="put before every id (e.g. 'archive-2024/')")
+    imp.add_argument("--tag", action="append", default=[], dest="tags", help="a tag for every document (repeatable)")
+    imp.add_argument("--report", metavar="FILE", help="write every file's outcome to FILE (JSON lines)")
+    imp.set_defaults(handler=cmd_import)
 
     lst = commands.add_parser("list", parents=[common], help="list source documents (in id order, page by page)")
     lst.add_argument("--json", action="store_true", help="one JSON array of metadata")
@@ -54,6 +74,23 @@ def add_librarian_parser(subparsers) -> argparse.ArgumentParser:
     rm = commands.add_parser("rm", parents=[common], help="remove a document, its children and their triples")
     rm.add_argument("id", metavar="ID")
     rm.set_defaults(handler=cmd_rm)
+
+    process = commands.add_parser(
+        "process",
+        parents=[common],
+        help="a processing request, as TrustGraph's add_processing: the document's triples also in COLLECTION",
+    )
+    process.add_argument("id", metavar="ID", help="the document")
+    process.add_argument("--collection", required=True, help="where the document's triples go (besides UD_COLLECTION)")
+    process.add_argument("--flow", default="", help="the TrustGraph flow named by the request (recorded only)")
+    process.add_argument("--request-id", help="the request's id (default: a new uuid4); prints it")
+    process.set_defaults(handler=cmd_process)
+
+    unprocess = commands.add_parser(
+        "unprocess", parents=[common], help="remove a processing request: its collection's copy goes with it"
+    )
+    unprocess.add_argument("request_id", metavar="REQUEST_ID")
+    unprocess.set_defaults(handler=cmd_unprocess)
     return parser
 
 
@@ -115,6 +152,50 @@ def cmd_add(args: argparse.Namespace) -> int:
             if problem:
                 return _fail(f"{meta.id} is stored, but its partition was not added: {problem}")
         print(meta.id)
+        return 0
+
+    return _run(args, action)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from resources.model import LibrarianError
+    from ud_assets.processing.importing import (
+        ImportProgress,
+        ImportSummary,
+        Outcome,
+        count_entries,
+        import_sources,
+        open_source,
+    )
+
+    try:
+        sources = [open_source(spec, args.include, args.exclude) for spec in args.sources]
+    except LibrarianError as e:
+        return _fail(str(e))
+
+    def action(librarian) -> int:
+        bar = sys.stderr.isatty()
+        progress = ImportProgress(sys.stderr, bar)
+        summary = ImportSummary()
+        if bar:  # a bar needs its total: one listing pass first
+            summary.total = count_entries(sources)
+        report = open(args.report, "w", encoding="utf-8") if args.report else None
+
+        def on_outcome(o: Outcome) -> None:
+            if report is not None:
+                report.write(json.dumps(o.__dict__, ensure_ascii=False) + "\n")
+
+        try:
+            import_sources(librarian, sources, args.id_prefix, args.tags, on_outcome, progress.update, summary)
+        except KeyboardInterrupt:
+            progress.done(summary)
+            print("\n".join(summary.lines()))
+            return _fail("interrupted; run the same command again to import the rest")
+        finally:
+            if report is not None:
+                report.close()
+        progress.done(summary)
+        print("\n".join(summary.lines()))
         return 0
 
     return _run(args, action)
@@ -201,6 +282,24 @@ def cmd_rm(args: argparse.Namespace) -> int:
     def action(librarian) -> int:
         n = librarian.remove_document(args.id)
         print(f"removed {args.id} ({n} document{'s' if n != 1 else ''})")
+        return 0
+
+    return _run(args, action)
+
+
+def cmd_process(args: argparse.Namespace) -> int:
+    def action(librarian) -> int:
+        request = librarian.add_processing(args.id, args.collection, flow=args.flow, id=args.request_id)
+        print(request.id)
+        return 0
+
+    return _run(args, action)
+
+
+def cmd_unprocess(args: argparse.Namespace) -> int:
+    def action(librarian) -> int:
+        librarian.remove_processing(args.request_id)
+        print(f"removed processing request {args.request_id}")
         return 0
 
     return _run(args, action)
