@@ -10,6 +10,7 @@ import warnings
 import dagster as dg
 
 from ud_assets.defs.assets import universal_decoder
+from ud_assets.defs.importing import import_documents
 from ud_assets.defs.jobs import decode_documents
 from ud_assets.defs.resources import LibrarianResource
 from ud_assets.defs.schedules import reprocess_after_upgrade
@@ -23,7 +24,7 @@ with warnings.catch_warnings():
 
 defs = dg.Definitions(
     assets=assets,  # with code references: the asset pages link to the function that computes them
-    jobs=[decode_documents, verify_library_job],
+    jobs=[decode_documents, verify_library_job, import_documents],
     sensors=[librarian_uploads],
     schedules=[reprocess_after_upgrade, verify_library_schedule],
     resources={"librarian": LibrarianResource()},
