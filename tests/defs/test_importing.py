@@ -56,3 +56,39 @@ def test_import_documents_job(tmp_path):
 
     refused, _ = run(home, [str(tmp_path / "nowhere")])
     assert not refused.success
+
+
+def test_the_sensor_decodes_an_import_in_batches(tmp_path, instance, monkeypatch):
+    """No step after the import: the upload sensor's next tick adds every imported document's
+    partition and plans runs of UD_BATCH_SIZE partitions; a second import adds only its new files."""
+    from ud_assets.defs.partitions import documents_partitions
+    from ud_assets.defs.sensors import RANGE_END, RANGE_START, librarian_uploads
+
+    monkeypatch.setenv("UD_BATCH_SIZE", "50")
+    src = tmp_path / "inbox"
+    src.mkdir()
+    for i in range(120):
+        (src / f"doc-{i:03d}.txt").write_bytes(f"document {i}\n".encode())
+    (src / "same-as-7.txt").write_bytes(b"document 7\n")
+    home = tmp_path / "ud"
+    resource = LibrarianResource(backend="embedded", home=str(home), workspace="default")
+
+    def tick(cursor):
+        context = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"librarian": resource})
+        result = librarian_uploads(context)
+        for request in result.dynamic_partitions_requests:
+            instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+        return result
+
+    assert run(home, [str(src)])[0].success
+    first = tick(None)
+    assert sorted(instance.get_dynamic_partitions(documents_partitions.name)) == [
+        f"doc-{i:03d}.txt" for i in range(120)
+    ]
+    ranges = [(r.tags[RANGE_START], r.tags[RANGE_END]) for r in first.run_requests]
+    assert ranges == [("doc-000.txt", "doc-049.txt"), ("doc-050.txt", "doc-099.txt"), ("doc-100.txt", "doc-119.txt")]
+
+    (src / "doc-120.txt").write_bytes(b"document 120\n")
+    assert run(home, [str(src)])[0].success
+    second = tick(first.cursor)
+    assert [r.partition_key for r in second.run_requests] == ["doc-120.txt"]
