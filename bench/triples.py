@@ -18,6 +18,11 @@ keyspace. Figures are medians over --repeat rounds:
 
 --before-30 also measures the layout before issue #30 (no object row for literal objects), its
 rounds alternated with the current layout's, as `before_30` beside `triples`.
+
+--trustgraph also writes the same quads with TrustGraph 2.11.1's own writer (one logged batch per
+quad, awaited one at a time, as its triples-store service does), rounds alternated, as
+`trustgraph_writer`; `ud_vs_trustgraph` gives the ratios of Cassandra CPU and wall time (issue #28:
+at most 1/3) and whether TrustGraph's reader (get_spo) found a sample of 200 quads in both keyspaces.
 """
 
 from __future__ import annotations
@@ -157,6 +162,76 @@ def round_(quads: list, pid: int, before_30: bool = False) -> dict:
         connection.release()
 
 
+def trustgraph_round(quads: list, pid: int, readers: int = 200) -> dict:
+    """The same quads written as TrustGraph 2.11.1's own triples writer writes them
+    (storage/triples/cassandra/write.py: EntityCentricKnowledgeGraph.async_insert, one logged batch
+    per quad, awaited one at a time), into a fresh keyspace of the same server; then its reader's
+    get_spo finds a sample of them (`readers`), in this keyspace and in one the project wrote."""
+    import asyncio
+    import random
+
+    from tests import trustgraph_code
+
+    trustgraph_code.use()
+    from trustgraph.direct.cassandra_kg import EntityCentricKnowledgeGraph
+
+    from resources.cassandra.connection import CassandraConfig, acquire
+    from resources.cassandra.triples import CassandraTripleStore, _parts
+
+    hosts = [h.strip() for h in os.environ["CASSANDRA_HOST"].split(",") if h.strip()]
+    workspace = f"udbench_tg_{uuid.uuid4().hex[:10]}"
+    ours_workspace = f"udbench_triples_{uuid.uuid4().hex[:10]}"
+    tg = EntityCentricKnowledgeGraph(hosts=hosts, keyspace=workspace)
+    connection = acquire(CassandraConfig.from_env())
+    try:
+
+        def args(q):
+            s, p, o, d, otype, dtype, lang = _parts(q)
+            return s, p, o, d, otype, dtype, lang
+
+        s, p, o, d, otype, dtype, lang = args(quads[0])
+        tg.insert("default", s, p, o, g=d, otype=otype, dtype=dtype, lang=lang)  # prepared, warm (not measured)
+        rest = quads[1:]
+
+        async def write() -> None:
+            for q in rest:
+                s, p, o, d, otype, dtype, lang = args(q)
+                await tg.async_insert("default", s, p, o, g=d, otype=otype, dtype=dtype, lang=lang)
+
+        time.sleep(1.0)
+        cpu0, t0 = process_cpu_s(pid), time.monotonic()
+        asyncio.run(write())
+        insert_s = time.monotonic() - t0
+        time.sleep(1.0)
+        cpu = process_cpu_s(pid) - cpu0
+        rows = count_rows(connection, tg.keyspace)
+        # TrustGraph's reader finds the quads whoever wrote them: in its own keyspace and in ours.
+        CassandraTripleStore(connection, ours_workspace).insert(quads)
+        ours = EntityCentricKnowledgeGraph(hosts=hosts, keyspace=ours_workspace)
+        sample = random.Random(30).sample(quads, min(readers, len(quads)))
+        found = {"trustgraph": 0, "ud": 0}
+        for q in sample:
+            s, p, o, d, *_ = args(q)
+            found["trustgraph"] += bool(list(tg.get_spo("default", s, p, o, g=d)))
+            found["ud"] += bool(list(ours.get_spo("default", s, p, o, g=d)))
+        ours.cluster.shutdown()
+        return {
+            "quads": len(quads),
+            "rows": rows,
+            "rows_per_quad": rows / len(quads),
+            "cassandra_cpu_s": cpu,
+            "cassandra_cpu_ms_per_quad": 1000 * cpu / len(rest),
+            "insert_s": insert_s,
+            "reader_sample": len(sample),
+            "reader_found": found,
+        }
+    finally:
+        for keyspace in (tg.keyspace, ours_workspace):
+            connection.ddl(f'DROP KEYSPACE IF EXISTS "{keyspace}"', "dropping the bench keyspace")
+        connection.release()
+        tg.cluster.shutdown()
+
+
 def figures(rounds: list[dict]) -> dict:
     return {
         "quads": rounds[0]["quads"],
@@ -185,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--quads-cache", type=Path, help="a JSON file of the decoded quads (made when missing)")
     parser.add_argument("--before-30", action="store_true", help="also the layout before #30, alternated")
+    parser.add_argument(
+        "--trustgraph", action="store_true", help="also TrustGraph 2.11.1's own writer on the same quads, alternated"
+    )
     parser.add_argument("--out", type=Path, help="write the JSON here too")
     args = parser.parse_args(argv)
     from unittest import mock
@@ -218,12 +296,28 @@ def main(argv: list[str] | None = None) -> int:
     quads = copies([q for qs in per_doc.values() for q in qs], args.copies)
     pid = cassandra_pid()
     round_(quads[:500], pid)  # the server's code warm (JIT) before anything is measured
-    rounds, old = [], []
+    rounds, old, theirs = [], [], []
+    if args.trustgraph:
+        trustgraph_round(quads[:500], pid, readers=10)  # their code path warm too
     for _ in range(args.repeat):
         if args.before_30:
             old.append(round_(quads, pid, before_30=True))
+        if args.trustgraph:
+            theirs.append(trustgraph_round(quads, pid))
         rounds.append(round_(quads, pid))
     result: dict = {"triples": figures(rounds), "per_document": per_document(per_doc), "rounds": rounds}
+    if args.trustgraph:
+        tg_figures = figures(theirs)
+        result["trustgraph_writer"] = {**tg_figures, "rounds": theirs}
+        result["ud_vs_trustgraph"] = {
+            # Issue #28's target: at most 1/3 of TrustGraph's own writer's Cassandra CPU and wall time.
+            "cassandra_cpu_ratio": result["triples"]["cassandra_cpu_ms_per_quad"]
+            / tg_figures["cassandra_cpu_ms_per_quad"],
+            "wall_ratio": result["triples"]["insert_s"] / tg_figures["insert_s"],
+            "readers_found_every_sampled_quad": all(
+                r["reader_found"]["trustgraph"] == r["reader_found"]["ud"] == r["reader_sample"] for r in theirs
+            ),
+        }
     if args.before_30:
         with mock.patch.object(CassandraTripleStore, "_entity_rows", _entity_rows_before_30):
             before = per_document(per_doc)
