@@ -278,6 +278,9 @@ def test_resume_after_sigkill(env, tmp_path):
         assert len(events) == len(set(events))  # never logged twice
         if env.backend == "embedded":  # rows and events commit together
             assert sorted(events) == sorted(files)
+            # The killed batch's bytes were written again to the same keys: no orphan objects.
+            stored = {p.name for p in (Path(env.home) / "objects").iterdir() if not p.name.startswith(".tmp-")}
+            assert stored == {str(d.object_id) for d in docs}
         else:  # a kill between the rows and their events leaves at most a batch to the sensor's sweep
             assert len(files) - len(events) <= 500 and set(events) <= set(files)
 
