@@ -17,11 +17,11 @@ from typing import TypedDict
 
 from . import detect, ids, provenance
 from .assembly import SEPARATOR, assemble
+from .geometry import Coordinates
 from .grouping import Group, page_groups, section_groups
 from .model import (
     COMPONENT,
     COMPONENT_VERSION,
-    Coordinates,
     DecoderConfig,
     DecodeResult,
     DocumentInfo,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Required, TypedDict
 
+from .geometry import Coordinates
 from .provenance import Triple
 
 STRATEGIES = ("auto", "fast", "hi_res", "ocr_only")
@@ -114,16 +115,19 @@ class DecoderConfig:
         }
 
 
-class Coordinates(TypedDict):
-    """Where an element or image sits on its page, as unstructured's CoordinatesMetadata.to_dict().
+class PartitionKwargs(TypedDict, total=False):
+    """The keyword arguments of unstructured's partition() the decoder passes (besides `file`)."""
 
-    `points`: the box's corners as [x, y] (top-left, bottom-left, bottom-right, top-right); in
-    "PixelSpace", PDF points from the top-left corner of a layout_width x layout_height page."""
-
-    points: list[list[float]]
-    system: str | None
-    layout_width: float | None
-    layout_height: float | None
+    content_type: str
+    metadata_filename: str
+    strategy: str
+    languages: list[str]
+    starting_page_number: int
+    encoding: str
+    extract_image_block_types: list[str]
+    extract_image_block_to_payload: bool
+    skip_infer_table_types: list[str]
+    infer_table_structure: bool
 
 
 class ElementExtra(TypedDict, total=False):

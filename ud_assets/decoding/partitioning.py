@@ -15,10 +15,19 @@ import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, TypedDict, cast
+from typing import TYPE_CHECKING, cast
 
 from . import detect
-from .model import ConfigError, DecodeError, DecoderBug, DecoderConfig, Element, ElementExtra, ImageData
+from .model import (
+    ConfigError,
+    DecodeError,
+    DecoderBug,
+    DecoderConfig,
+    Element,
+    ElementExtra,
+    ImageData,
+    PartitionKwargs,
+)
 from .spacy_loading import load_thinc_without_torch
 
 if TYPE_CHECKING:
@@ -29,21 +38,6 @@ log = logging.getLogger(__name__)
 # The setting that points unstructured-inference at local layout-model weights.
 LOCAL_WEIGHTS_SETTING = "UNSTRUCTURED_DEFAULT_MODEL_INITIALIZE_PARAMS_JSON_PATH"
 _DEFAULT_LAYOUT_REPO = ("unstructured-io/yolo_x_layout", "yolox_l0.05.onnx")
-
-
-class PartitionKwargs(TypedDict, total=False):
-    """The keyword arguments of unstructured's partition() the decoder passes (besides `file`)."""
-
-    content_type: str
-    metadata_filename: str
-    strategy: str
-    languages: list[str]
-    starting_page_number: int
-    encoding: str
-    extract_image_block_types: list[str]
-    extract_image_block_to_payload: bool
-    skip_infer_table_types: list[str]
-    infer_table_structure: bool
 
 
 @dataclass

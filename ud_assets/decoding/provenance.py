@@ -7,10 +7,9 @@ are typed literals (xsd:integer, xsd:dateTime) as TrustGraph's ontology says the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TypedDict
 
-if TYPE_CHECKING:  # model imports this module
-    from .model import Coordinates
+from .geometry import Coordinates
 
 PROV = "http://www.w3.org/ns/prov#"
 DC = "http://purl.org/dc/elements/1.1/"

@@ -6,7 +6,8 @@ import io
 import warnings
 
 from ud_assets.decoding import detect
-from ud_assets.decoding.model import Coordinates, ImageData
+from ud_assets.decoding.geometry import Coordinates
+from ud_assets.decoding.model import ImageData
 
 OCTET = detect.OCTET
 

@@ -9,15 +9,14 @@ import re
 import urllib.parse
 from typing import TYPE_CHECKING
 
-from ud_assets.decoding.model import Coordinates, ImageData
+from ud_assets.decoding.geometry import Coordinates
+from ud_assets.decoding.model import ImageData, PartitionKwargs
 
 from .describe import image_data
 
 if TYPE_CHECKING:  # unstructured is imported only where it runs: importing it takes seconds
     from unstructured.documents.elements import CoordinatesMetadata
     from unstructured.documents.elements import Element as UnstructuredElement
-
-    from ud_assets.decoding.partitioning import PartitionKwargs
 
 # Keyword arguments for unstructured's partition() that keep the bytes of `<img src="data:...">`
 # images of HTML and Markdown (and of an e-mail's HTML body) as metadata.image_base64.

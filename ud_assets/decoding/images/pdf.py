@@ -8,7 +8,8 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ud_assets.decoding.model import Coordinates, ImageData
+from ud_assets.decoding.geometry import Coordinates
+from ud_assets.decoding.model import ImageData
 
 from .describe import OCTET, describe_image, image_data
 
