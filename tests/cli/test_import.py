@@ -220,6 +220,9 @@ def test_import_s3_prefix(env, tmp_path, cassandra_run, capsys):
             assert sorted(added_events(lib)) == sorted(files)
         assert ud("librarian", "import", f"s3://{bucket}/in/docs/") == 0
         assert f"0 added (0 B), {len(files)} already present, 1 skipped" in capsys.readouterr().out
+        assert ud("librarian", "import", f"s3://{bucket}-missing/in") == 1  # one line naming what failed
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"listing s3://{bucket}-missing/in/" in err and "Traceback" not in err
     finally:
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
             keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
@@ -381,3 +384,43 @@ def test_import_library_function_dedupes_within_a_batch(tmp_path):
             ("b.txt", "duplicate", "a.txt"),
             ("c.txt", "duplicate", "a.txt"),
         ]
+
+
+class ChangingFolder(FolderSource):
+    """A folder whose files read differently the second time (a file rewritten during the import)."""
+
+    def open(self, entry):
+        import io
+
+        if entry.name.startswith("changing"):
+            self.opened = getattr(self, "opened", 0) + 1
+            if self.opened > 1:
+                return io.BytesIO(b"rewritten meanwhile" * 10)
+        return super().open(entry)
+
+
+def test_large_files_are_streamed_and_checked(env, tmp_path, monkeypatch):
+    """Files above IN_MEMORY are hashed in a first read and streamed to the object store in a second;
+    one whose bytes differ the second time is refused, its object deleted, no row written."""
+    from ud_assets.processing import importing
+
+    monkeypatch.setattr(importing, "IN_MEMORY", 64)
+    src = tmp_path / "src"
+    src.mkdir()
+    big = {f"big-{i}.txt": (f"large document {i} " * 200).encode() for i in range(3)}
+    for name, data in big.items():
+        (src / name).write_bytes(data)
+    (src / "changing.txt").write_bytes(b"first read " * 20)
+    (src / "small.txt").write_bytes(b"small")
+    outcomes = []
+    with open_lib(env) as lib:
+        summary = import_sources(lib, [ChangingFolder(src)], on_outcome=outcomes.append)
+        assert (summary.added, summary.refused) == (4, 1), summary.lines()
+        (refused,) = [o for o in outcomes if o.status == "refused"]
+        assert (refused.id, refused.detail) == ("changing.txt", "the file changed while it was imported")
+        assert not lib.exists("changing.txt")
+        gone = object_id_for(lib.workspace, "changing.txt", sha(src / "changing.txt"))
+        assert not lib.objects.exists(gone)
+        for name, data in big.items():
+            assert lib.get_content(name) == data and lib.get_metadata(name).sha256 == hashlib.sha256(data).hexdigest()
+        assert lib.get_content("small.txt") == b"small"

@@ -371,23 +371,22 @@ def _failure(e: BaseException) -> str:
     return f"cannot read: {' '.join(str(e).split())}"
 
 
-class _ChangedWhileReading(LibrarianError):
-    pass
+class _HashingReader:
+    """Streams a large file to the object store, hashing what passes (compared with the first read's hash after)."""
 
-
-class _VerifyingReader:
-    """Streams a large file to the object store, hashing it; a different hash at the end raises."""
-
-    def __init__(self, f: BinaryIO, sha256: str):
-        self._f, self._sha, self._expected = f, hashlib.sha256(), sha256
+    def __init__(self, f: BinaryIO):
+        self._f, self._sha, self.size = f, hashlib.sha256(), 0
 
     def read(self, n: int = -1, /) -> bytes:
         data = self._f.read(n)
         if data:
             self._sha.update(data)
-        elif self._sha.hexdigest() != self._expected:
-            raise _ChangedWhileReading("the file changed while it was imported")
+            self.size += len(data)
         return data
+
+    @property
+    def sha256(self) -> str:
+        return self._sha.hexdigest()
 
 
 class Importer:
@@ -500,23 +499,25 @@ class Importer:
         return loaded
 
     def _put(self, source: Source, loaded: _Loaded, object_id: uuid.UUID) -> str:
-        """Write the bytes; '' or the reason the file is refused."""
+        """Write the bytes; '' or the reason the file is refused. A large file is read a second
+        time: bytes that differ from the first read's are deleted again and the file refused."""
         if loaded.data is not None:
             self.librarian.objects.put(object_id, loaded.data, loaded.kind)
             return ""
         try:
             with source.open(loaded.entry) as f:
-                self.librarian.objects.put(object_id, _VerifyingReader(f, loaded.sha256), loaded.kind)
-        except _ChangedWhileReading as e:
-            self._discard(object_id)
-            return str(e)
+                reader = _HashingReader(f)
+                self.librarian.objects.put(object_id, reader, loaded.kind)
         except LibrarianError:
             raise
-        except Exception as e:
+        except Exception as e:  # the file went away between the two reads
             if _is_unreachable(e):
                 raise
             self._discard(object_id)
             return _failure(e)
+        if reader.sha256 != loaded.sha256 or reader.size != loaded.size:
+            self._discard(object_id)
+            return "the file changed while it was imported"
         return ""
 
     def _discard(self, object_id: uuid.UUID) -> None:
