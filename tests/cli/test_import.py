@@ -35,11 +35,10 @@ from ud_assets.processing.importing import (
 
 REPO = Path(__file__).resolve().parents[2]
 PUBLIC = REPO / "tests" / "corpus" / "public"
-MAX_PUBLIC = 12  # files of the public corpus copied (the smallest first)
 
 
 def public_files() -> list[Path]:
-    """The smallest documents of the public corpus, distinct in bytes, with usable ids."""
+    """The documents of the public corpus (its notes and licences left out), distinct in bytes, with usable ids."""
     files = sorted((p for p in PUBLIC.rglob("*") if p.is_file()), key=lambda p: (p.stat().st_size, str(p)))
     chosen, seen = [], set()
     for p in files:
@@ -50,7 +49,7 @@ def public_files() -> list[Path]:
             seen.add(digest)
             chosen.append(p)
     assert len(chosen) >= 3, f"tests/corpus/public holds {len(chosen)} usable files"
-    return chosen[:MAX_PUBLIC]
+    return chosen
 
 
 def copy_public(folder: Path) -> dict[str, Path]:
