@@ -164,7 +164,7 @@ def _explains_delimited(bare: Side, ud: Side, path: str) -> bool:
         return False
     from unstructured.partition.csv import _sniff_delimiter
 
-    from ud_assets.decoding.delimited import _records, sniff_delimiter
+    from ud_assets.decoding.formats.delimited import _records, sniff_delimiter
 
     with open(path, "rb") as handle:
         text = detect.decode_text(handle.read())[0].lstrip("\ufeff")

@@ -30,7 +30,7 @@ or explore:
 Every example is checked even after one fails; the failure lists each failing example with its
 seed, its runs and the line that replays it. What the properties found has its own test below: a
 one-column CSV was read with a wrong delimiter (UD_PROPERTY_SEED=3 example 10, UD_PROPERTY_SEED=4
-example 32), fixed by the decoder's own CSV reader (ud_assets/decoding/delimited.py).
+example 32), fixed by the decoder's own CSV reader (ud_assets/decoding/formats/delimited.py).
 """
 
 from __future__ import annotations

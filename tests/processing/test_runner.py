@@ -179,7 +179,7 @@ def _refuse_setrlimit(monkeypatch):
     """LibreOffice's limits cannot be set (as when a hard limit would have to be raised)."""
     import resource as real
 
-    from ud_assets.decoding import legacy_office
+    from ud_assets.decoding.formats import legacy_office
 
     def refuse(which, limits):
         raise ValueError("not allowed to raise maximum limit")
@@ -192,7 +192,7 @@ def _refuse_setrlimit(monkeypatch):
 def _no_work_folder(monkeypatch):
     import tempfile as real
 
-    from ud_assets.decoding import legacy_office
+    from ud_assets.decoding.formats import legacy_office
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied", real.gettempdir())

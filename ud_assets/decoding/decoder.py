@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TypedDict
 
-from . import detect, ids, provenance
+from . import detect, formats, ids, provenance
 from .assembly import SEPARATOR, assemble
 from .geometry import Coordinates
 from .grouping import Group, page_groups, section_groups
@@ -33,8 +33,6 @@ from .model import (
     Section,
 )
 from .partitioning import unstructured_version
-
-PAGE_LABELS = {detect.PDF: "Page", detect.PPTX: "Slide", detect.PPT: "Slide", detect.XLSX: "Sheet", detect.XLS: "Sheet"}
 
 
 def describe_document(
@@ -124,8 +122,8 @@ def build_sections(
     doc = info.id
     drafts: list[_Draft] = []
 
-    if info.mime_type in detect.PAGE_BASED:
-        noun = PAGE_LABELS.get(info.mime_type, "Page")
+    noun = formats.page_label(info.mime_type)
+    if noun is not None:
         for number, group in page_groups(elements, config):
             if group.children:
                 drafts.append(_Draft("page", f"{noun} {number}", None, number, group.elements, 0, leaf=False))
@@ -264,7 +262,7 @@ def build_triples(
     agent = ids.agent_iri(COMPONENT)
     pages = [s for s in sections if s.type == "page"]
     triples = provenance.document_triples(
-        doc, info.title, info.mime_type, page_count=len(pages) if info.mime_type in detect.PAGE_BASED else None
+        doc, info.title, info.mime_type, page_count=len(pages) if formats.page_label(info.mime_type) else None
     )
     for section in sections:
         parent = doc if section.parent == info.id else section.parent

@@ -50,8 +50,6 @@ OCTET = "application/octet-stream"
 ZIP = "application/zip"
 OLE2 = "application/x-ole-storage"  # a Compound File Binary container (DOC, XLS, PPT, MSG...)
 
-# Formats grouped by page/slide/sheet.
-PAGE_BASED = frozenset({PDF, PPTX, PPT, XLSX, XLS})
 # Legacy Office formats read through LibreOffice (converted to the OOXML format next to them).
 LEGACY_OFFICE = {DOC: DOCX, PPT: PPTX}
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
-from . import detect
+from . import detect, formats
 from . import limits as limits_module
 from .limits import Limits, MiB
 from .model import ConfigError, DecodeError, DecoderBug, DecoderConfig, PartitionStats
@@ -96,30 +96,9 @@ _WARM_IMPORTS = (
     "rst",
     "image",
 )
-# unstructured's partitioner modules a format needs beyond the text ones every format uses. A
-# process that decodes one document imports only these (pandas alone costs a second); a batch
-# warms everything up front (warm_up()).
-_FORMAT_IMPORTS = {
-    detect.PDF: ("pdf",),
-    detect.DOCX: ("docx",),
-    detect.PPTX: ("pptx",),
-    detect.XLSX: ("xlsx",),
-    detect.XLS: ("xlsx",),
-    detect.DOC: ("docx",),
-    detect.PPT: ("pptx",),
-    detect.ODT: ("odt", "docx"),
-    detect.EPUB: ("epub",),
-    detect.RTF: ("rtf",),
-    detect.EML: ("email",),
-    detect.HTML: (),
-    detect.MARKDOWN: (),
-    detect.PLAIN: (),
-    detect.CSV: ("csv",),
-    detect.TSV: ("tsv", "csv"),
-    detect.RST: ("rst",),
-    detect.XML: ("xml",),
-    detect.JSON: ("json",),
-}
+# unstructured's partitioner modules a format needs beyond the text ones every format uses are
+# its family's (formats.warm_imports). A process that decodes one document imports only these
+# (pandas alone costs a second); a batch warms everything up front (warm_up()).
 _BASE_IMPORTS = ("md", "html", "text")
 _warmed: set[str] = set()  # partitioner modules imported (and exercised) in this process
 
@@ -127,7 +106,8 @@ _warmed: set[str] = set()  # partitioner modules imported (and exercised) in thi
 def warm_up(mime: str | None = None) -> float:
     """Import and exercise unstructured's partitioners in this process, once each: those `mime`
     needs, or all of them. Returns the seconds this call spent (0 when already warm)."""
-    names = _BASE_IMPORTS + (_FORMAT_IMPORTS.get(mime, _WARM_IMPORTS) if mime else _WARM_IMPORTS)
+    needed = formats.warm_imports(mime) if mime else None
+    names = _BASE_IMPORTS + (_WARM_IMPORTS if needed is None else needed)
     if all(name in _warmed for name in names):
         return 0.0
     with _default_lock, _FORK_LOCK:  # no fork while a module is half imported: its child would inherit the lock

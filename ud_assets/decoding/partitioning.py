@@ -206,7 +206,7 @@ def _partition(
         # unstructured reads text as UTF-8 only; hand it UTF-8 whatever the source encoding.
         text, _encoding = detect.decode_text(data)
         if mime in (detect.CSV, detect.TSV):  # read tolerantly (delimited.py), rendered as unstructured does
-            from .delimited import partition_delimited
+            from .formats.delimited import partition_delimited
 
             return [to_element(el) for el in partition_delimited(text, mime, kwargs["metadata_filename"])]
         data = text.encode("utf-8")
@@ -251,8 +251,8 @@ def docm_as_docx(data: bytes) -> bytes:
 def _partition_legacy_office(data: bytes, mime: str, config: DecoderConfig, filename: str | None) -> list[Element]:
     """A DOC or PPT converted by LibreOffice (within this parse's time and memory), then read as
     the DOCX or PPTX it became: the same elements and pictures as that format gives."""
-    from . import legacy_office
     from . import limits as limits_module
+    from .formats import legacy_office
 
     seconds_left, memory_mb = limits_module.budget()
     converted = legacy_office.convert(data, mime, filename, seconds_left, memory_mb)

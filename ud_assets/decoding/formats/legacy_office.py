@@ -37,8 +37,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from . import detect
-from .model import DecodeError, DecoderBug
+from .. import detect
+from ..model import DecodeError, DecoderBug
+from .base import Format
 
 # The filters unstructured uses (partition/doc.py, partition/ppt.py): the same conversion.
 TARGETS: dict[str, tuple[str, str]] = {
@@ -183,3 +184,12 @@ def _reason(status: int, output: str) -> str:
     else:
         cause = "LibreOffice wrote no output (damaged, encrypted or not a document of this kind)"
     return f"{cause}: {said}" if said else cause
+
+
+FORMAT = Format(
+    name="legacy_office",
+    logic_version="1",
+    mime_types=frozenset({detect.DOC, detect.PPT}),
+    warm_imports={detect.DOC: ("docx",), detect.PPT: ("pptx",)},  # read as the DOCX or PPTX they become
+    page_labels={detect.PPT: "Slide"},
+)

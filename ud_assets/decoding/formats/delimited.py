@@ -26,8 +26,9 @@ import io
 from collections import Counter
 from typing import TYPE_CHECKING
 
-from . import detect
-from .model import DecodeError
+from .. import detect
+from ..model import DecodeError
+from .base import Format
 
 if TYPE_CHECKING:
     from unstructured.documents.elements import Table
@@ -104,3 +105,11 @@ def partition_delimited(text: str, mime: str, metadata_filename: str) -> list[Ta
     table = Table(text=html_table.text, metadata=metadata, detection_origin="tsv" if mime == detect.TSV else "csv")
     table.id_to_hash(0)
     return [table]
+
+
+FORMAT = Format(
+    name="delimited",
+    logic_version="1",
+    mime_types=frozenset({detect.CSV, detect.TSV}),
+    warm_imports={detect.CSV: ("csv",), detect.TSV: ("tsv", "csv")},
+)

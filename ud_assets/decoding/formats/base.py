@@ -1,0 +1,31 @@
+"""What a format family declares (formats/__init__.py lists the families)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Format:
+    """One format family: the kinds it decodes and what format-free code asks about them.
+
+    - `name`: the family's name, recorded with each generation (formats/__init__.py: decoder_version).
+    - `logic_version`: bumped when a change in this family's decoding changes what a decode of its
+      documents produces (ids, texts, offsets, triples); the upgrade schedule re-decodes this
+      family's documents only. Starts at "1".
+    - `mime_types`: the kinds it decodes; `mime_prefixes`: whole top-level types (e.g. "image/").
+    - `warm_imports`: per kind, unstructured's partitioner modules a process decoding it imports
+      beyond the text ones every format uses (isolation.warm_up).
+    - `page_labels`: per page-based kind, the noun of its pages ("Page", "Slide", "Sheet").
+    """
+
+    name: str
+    logic_version: str
+    mime_types: frozenset[str]
+    warm_imports: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    page_labels: Mapping[str, str] = field(default_factory=dict)
+    mime_prefixes: tuple[str, ...] = ()
+
+    def decodes(self, mime: str) -> bool:
+        return mime in self.mime_types or mime.startswith(self.mime_prefixes)

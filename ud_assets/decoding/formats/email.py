@@ -1,0 +1,13 @@
+"""E-mail (RFC 822): the body by unstructured, attachments split off and decoded apart (images/email.py)."""
+
+from __future__ import annotations
+
+from .. import detect
+from .base import Format
+
+FORMAT = Format(
+    name="email",
+    logic_version="1",
+    mime_types=frozenset({detect.EML}),
+    warm_imports={detect.EML: ("email",)},
+)
