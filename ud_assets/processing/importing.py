@@ -36,14 +36,17 @@ sensor's sweep of the document table (ud_assets/defs/sensors.py) still finds and
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fnmatch
 import hashlib
 import os
 import shutil
+import signal
 import sqlite3
 import stat
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -582,7 +585,16 @@ class Importer:
             for loaded, object_id in new
             if not problems[loaded.id]
         ]
-        # ... then their rows and upload events.
+        # ... then their rows and upload events: registered and counted, or neither (a Ctrl-C
+        # in between would leave the summary short of rows that are in the librarian).
+        with _interrupt_deferred():
+            self._register(metas, outcomes, problems, index)
+        if self.on_progress is not None:
+            self.on_progress(self.summary)
+
+    def _register(
+        self, metas: list[DocumentMetadata], outcomes: list[Outcome], problems: dict[str, str], index: ContentIndex
+    ) -> None:
         registered = {m.id for m in self.librarian.register_documents(metas)}
         taken = [m for m in metas if m.id not in registered]  # another writer took the id meanwhile
         for meta in taken:
@@ -597,8 +609,6 @@ class Importer:
             if self.on_outcome is not None:
                 self.on_outcome(outcome)
         self.summary.bytes_added += sum(m.size for m in metas if m.id in registered)
-        if self.on_progress is not None:
-            self.on_progress(self.summary)
 
     def _discard_unless_referenced(self, meta: DocumentMetadata) -> None:
         try:
@@ -607,6 +617,25 @@ class Importer:
         except LibrarianError:
             pass
         self._discard(meta.object_id)
+
+
+@contextlib.contextmanager
+def _interrupt_deferred() -> Iterator[None]:
+    """Ctrl-C (SIGINT) inside the block takes effect at its end (in the main thread; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) in (
+        signal.SIG_IGN,
+        None,
+    ):
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def _is_unreachable(e: BaseException) -> bool:
