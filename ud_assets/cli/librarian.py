@@ -51,8 +51,16 @@ def add_librarian_parser(subparsers) -> argparse.ArgumentParser:
         "so an interrupted import is resumed by running it again. The upload sensor decodes what was added.",
     )
     imp.add_argument("sources", nargs="+", metavar="SOURCE", help="a folder or s3://bucket/prefix")
-    imp.add_argument("--include", action="append", default=[], metavar="GLOB", help="only matching files (repeatable)")
-    imp.add_argument("--exclude", action="append", default=[], metavar="GLOB", help="skip matching files (repeatable)")
+    imp.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only files whose path below SOURCE or name matches (repeatable; '*' also crosses '/')",
+    )
+    imp.add_argument(
+        "--exclude", action="append", default=[], metavar="GLOB", help="skip matching files; wins over --include"
+    )
     imp.add_argument("--id-prefix", default="", help="put before every id (e.g. 'archive-2024/')")
     imp.add_argument("--tag", action="append", default=[], dest="tags", help="a tag for every document (repeatable)")
     imp.add_argument("--report", metavar="FILE", help="write every file's outcome to FILE (JSON lines)")
