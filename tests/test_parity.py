@@ -119,7 +119,9 @@ def test_compare_names_each_outcome(tmp_path):
         "2 vs 2 elements, -1 e.g. 'B', +1 e.g. 'C'",
         True,
     )
-    # The same difference with another kind on each side is the detection improvement.
+    # The same difference with another kind on each side is the detection improvement, when the
+    # content shows the decoder's kind (here the XHTML root element).
+    (tmp_path / "a.txt").write_text('<html xmlns="http://www.w3.org/1999/xhtml"><body><p>A</p></body></html>')
     row = compare("a", path, _side(texts=["A", "B"], kind="application/xml"), _side(texts=["A", "C"], kind="text/html"))
     assert (row.verdict, row.improvement, row.regression) == ("improved", "kind", False)
 

@@ -42,5 +42,7 @@ def cmd_parity(args: argparse.Namespace) -> int:
         print("improvements:")
         print(parity.improvements_legend())
         print()
-    print(parity.summary(rows), file=sys.stderr if args.json else sys.stdout)
+    out = sys.stderr if args.json else sys.stdout
+    print(parity.offsets_line(rows), file=out)
+    print(parity.summary(rows), file=out)
     return 1 if any(row.regression for row in rows) else 0
