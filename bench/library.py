@@ -63,12 +63,12 @@ def register(lib, instance, count: int) -> dict:
     """Rows, upload-log events, partitions and generations of `count` documents, in batches."""
     from resources.model import DocumentMetadata
     from resources.records import Generation
-    from ud_assets.decoding.model import DECODER_LOGIC_VERSION
+    from ud_assets.decoding import formats
     from ud_assets.defs.partitions import documents_partitions
     from ud_assets.defs.schedules import _default_config_json, current_target
 
     unstructured, decoder, config_json = current_target(_default_config_json())
-    assert decoder == DECODER_LOGIC_VERSION
+    assert decoder == formats.versions_label()
     now = datetime.now(UTC)
     timings = {"rows_s": 0.0, "partitions_s": 0.0, "generations_s": 0.0}
     for start in range(0, count, BATCH):

@@ -188,6 +188,36 @@ def test_upgrade_schedule_re_decodes_only_documents_of_another_version(embedded,
     assert all(r.run_key.startswith("reprocess:9.9.9:") for r in upgrade)
 
 
+def test_a_bump_of_one_format_familys_version_re_decodes_only_its_documents(embedded, instance, monkeypatch):
+    from ud_assets.decoding import formats
+
+    lib = embedded.get()
+    lib.add_document("a.md", "text/markdown", b"# a\n\nBody.\n")
+    lib.add_document("b.csv", "text/csv", b"name,city\nAda,London\n")
+    lib.add_document("c.md", "text/markdown", b"# c\n\nBody.\n")
+    decode_all(embedded, instance, ["a.md", "b.csv", "c.md"])
+    context = dg.build_schedule_context(instance=instance, resources={"librarian": embedded})
+    assert isinstance(reprocess_after_upgrade(context), dg.SkipReason)
+    before = {key: lib.get_generation(key) for key in ("a.md", "b.csv", "c.md")}
+    assert before["b.csv"].decoder_version == f"{formats.SHARED_LOGIC_VERSION}.delimited-1"
+
+    # A fix to the CSV/TSV family: its documents only are due, in one run.
+    bumped = tuple(
+        dataclasses.replace(family, logic_version="2") if family.name == "delimited" else family
+        for family in formats.FAMILIES
+    )
+    monkeypatch.setattr(formats, "FAMILIES", bumped)
+    [request] = reprocess_after_upgrade(context)
+    assert request.partition_key == "b.csv"
+    decode_all(embedded, instance, [request.partition_key])
+    after = {key: lib.get_generation(key) for key in ("a.md", "b.csv", "c.md")}
+    assert after["b.csv"].decoder_version == f"{formats.SHARED_LOGIC_VERSION}.delimited-2"
+    assert after["b.csv"].fingerprint != before["b.csv"].fingerprint
+    assert (after["a.md"], after["c.md"]) == (before["a.md"], before["c.md"])
+    # Then nothing is due.
+    assert isinstance(reprocess_after_upgrade(context), dg.SkipReason)
+
+
 def test_the_schedule_reads_the_library_page_by_page_keeping_only_stale_ids(embedded, monkeypatch):
     from resources.records import Generation
 

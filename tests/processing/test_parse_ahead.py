@@ -41,7 +41,7 @@ def test_documents_come_back_as_their_parses_finish_each_once(lib):
         for key in ahead.in_completion_order(keys):
             order.append(key)
             assert len(ahead._futures) <= ahead.window  # bounded: parsed documents waiting in memory
-            fingerprint = ids.fingerprint(lib.get_metadata(key).sha256, version, CONFIG)
+            fingerprint = ids.fingerprint(lib.get_metadata(key).sha256, version, CONFIG, lib.get_metadata(key).kind)
             parsed = ahead.take(key, fingerprint)
             assert parsed is not None and parsed.elements, key  # its elements, parsed in the background
     finally:
@@ -54,7 +54,7 @@ def test_documents_come_back_as_their_parses_finish_each_once(lib):
 def test_a_parse_for_another_generation_or_an_up_to_date_document_is_not_used(lib):
     lib.add_document("doc", detect.MARKDOWN, docgen.markdown(), title="doc.md")
     version = unstructured_version()
-    fingerprint = ids.fingerprint(lib.get_metadata("doc").sha256, version, CONFIG)
+    fingerprint = ids.fingerprint(lib.get_metadata("doc").sha256, version, CONFIG, detect.MARKDOWN)
     ahead = ParseAhead(lib, CONFIG, version)
     try:
         ahead.submit("doc")

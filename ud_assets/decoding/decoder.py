@@ -56,7 +56,7 @@ def describe_document(
         unstructured_version=version,
         strategy_asked=config.strategy,
         strategy_used="",
-        fingerprint=ids.fingerprint(digest, version, config),
+        fingerprint=ids.fingerprint(digest, version, config, mime),
     )
 
 

@@ -15,7 +15,8 @@ from urllib.parse import quote
 
 from resources.model import document_iri as librarian_document_iri
 
-from .model import DECODER_LOGIC_VERSION, DecoderConfig
+from . import formats
+from .model import SHARED_LOGIC_VERSION, DecoderConfig
 
 # uuid5 namespace of this project (itself a uuid5 of its name in the URL namespace).
 NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://trustgraph.ai/ns/universal-decoder")
@@ -26,17 +27,21 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def fingerprint(content_sha256: str, unstructured_version: str, config: DecoderConfig) -> str:
-    """What a generation of children is a function of: the bytes, the library, the options, our logic."""
-    payload = json.dumps(
-        {
-            "sha256": content_sha256,
-            "unstructured": unstructured_version,
-            "decoder": DECODER_LOGIC_VERSION,
-            "config": config.as_dict(),
-        },
-        sort_keys=True,
-    )
+def fingerprint(content_sha256: str, unstructured_version: str, config: DecoderConfig, mime: str) -> str:
+    """What a generation of children is a function of: the bytes, the library, the options, our
+    logic: the shared version and that of the format family decoding `mime`. A family's version
+    is mixed in only above its first (formats.family_version), so the fingerprints made before
+    families had versions keep their value, and a family's bump changes its documents' only."""
+    fields: dict[str, object] = {
+        "sha256": content_sha256,
+        "unstructured": unstructured_version,
+        "decoder": SHARED_LOGIC_VERSION,
+        "config": config.as_dict(),
+    }
+    family = formats.family_version(mime)
+    if family is not None:
+        fields["format"] = family
+    payload = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 

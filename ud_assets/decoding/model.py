@@ -11,9 +11,11 @@ from .provenance import Triple
 STRATEGIES = ("auto", "fast", "hi_res", "ocr_only")
 SECTION_STRATEGIES = ("whole-document", "heading", "element-type", "count", "size")
 
-# Bumped whenever a change in this package changes what a decode produces (ids, texts, offsets,
-# triples). Together with unstructured's version it forms the code version of `elements`.
-DECODER_LOGIC_VERSION = "2"
+# The version of the format-free logic (assembly, grouping, ids, provenance...): bumped whenever a
+# change there changes what a decode of any document produces (ids, texts, offsets, triples), which
+# re-decodes every document. A change to one format family's decoding bumps that family's own
+# version instead (formats/__init__.py). A plain number: recorded versions read it before a ".".
+SHARED_LOGIC_VERSION = "2"
 COMPONENT = "universal-decoder"
 COMPONENT_VERSION = "1.0.0"
 

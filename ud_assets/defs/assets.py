@@ -21,7 +21,8 @@ from typing import Any
 import dagster as dg
 
 from resources.model import Librarian
-from ud_assets.decoding.model import DECODER_LOGIC_VERSION, ConfigError
+from ud_assets.decoding import formats
+from ud_assets.decoding.model import ConfigError
 from ud_assets.defs.checks import CHECK_SPECS, check_results
 from ud_assets.defs.config import DecoderOptions
 from ud_assets.defs.metadata import stage_metadata
@@ -43,7 +44,7 @@ def batch_size() -> int:
 
 def elements_code_version() -> str:
     # importlib.metadata reads the installed version without importing unstructured.
-    return f"unstructured-{package_version('unstructured')}+decoder-{DECODER_LOGIC_VERSION}"
+    return f"unstructured-{package_version('unstructured')}+decoder-{formats.versions_label()}"
 
 
 OWNERS = ["team:ud"]
@@ -62,7 +63,7 @@ _BYTES, _ROWS = storage_kinds()
 
 
 def _spec(
-    key: str, description: str, kinds: set[str], deps: tuple[str, ...] = (), code_version: str = DECODER_LOGIC_VERSION
+    key: str, description: str, kinds: set[str], deps: tuple[str, ...] = (), code_version: str | None = None
 ) -> dg.AssetSpec:
     return dg.AssetSpec(
         key,
@@ -70,7 +71,7 @@ def _spec(
         description=description,
         group_name=GROUP,
         skippable=True,
-        code_version=code_version,
+        code_version=code_version or formats.versions_label(),
         kinds={"python", *kinds},
         owners=OWNERS,
     )

@@ -14,23 +14,31 @@ from ud_assets.defs.sensors import RANGE_END, RANGE_START, chunks, digest
 
 
 def current_target(config_json: str) -> tuple[str, str, str]:
+    """(unstructured's version, every decoder logic version as one label, the options): what a
+    current generation was decoded with. The label names each format family's version above its
+    first (ud_assets/decoding/formats/__init__.py), so a family's bump makes new run keys."""
     from importlib.metadata import version
 
-    from ud_assets.decoding.model import DECODER_LOGIC_VERSION
+    from ud_assets.decoding import formats
 
-    return version("unstructured"), DECODER_LOGIC_VERSION, config_json
+    return version("unstructured"), formats.versions_label(), config_json
 
 
 GENERATIONS_PAGE = 5000
 
 
 def stale_documents(generations, target: tuple[str, str, str]) -> list[str]:
-    """Ids of documents whose current generation was made by another version or config."""
+    """Ids of documents whose current generation was made by another unstructured version or
+    config, or by another version of the shared logic or of the document's own format family
+    (a family's bump re-decodes that family's documents only)."""
+    from ud_assets.decoding import formats
+
     unstructured, decoder, config_json = target
     return [
         g.document_id
         for g in generations
-        if (g.unstructured_version, g.decoder_version, g.config_json) != (unstructured, decoder, config_json)
+        if (g.unstructured_version, g.config_json) != (unstructured, config_json)
+        or not formats.is_current(g.decoder_version, decoder)
     ]
 
 

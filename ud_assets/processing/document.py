@@ -28,7 +28,7 @@ def open_attempt(
     )
     # The fingerprint covers the whole content: use the librarian's hash of all of it.
     info.sha256, info.size = meta.sha256, meta.size
-    info.fingerprint = ids.fingerprint(meta.sha256, version, config)
+    info.fingerprint = ids.fingerprint(meta.sha256, version, config, info.mime_type)
     return Attempt(librarian, meta, info, config, librarian.get_generation(document_id), now)
 
 

@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 
 from resources.model import GRAPH_SOURCE, IMAGE, DocumentMetadata, Librarian, LibrarianError, Quad
 from resources.records import Failure, Generation
-from ud_assets.decoding import ids
-from ud_assets.decoding.model import DECODER_LOGIC_VERSION, Element, Section
+from ud_assets.decoding import formats, ids
+from ud_assets.decoding.model import Element, Section
 from ud_assets.decoding.partitioning import unstructured_version
 from ud_assets.processing.model import Attempt, DocumentFailed, generation_tag
 
@@ -156,7 +156,7 @@ def commit(attempt: Attempt, quads: list[Quad], summary: dict[str, object]) -> l
             fingerprint=info.fingerprint,
             sha256=info.sha256,
             unstructured_version=info.unstructured_version,
-            decoder_version=DECODER_LOGIC_VERSION,
+            decoder_version=formats.decoder_version(info.mime_type),
             config_json=json.dumps(attempt.config.as_dict(), sort_keys=True),
             elements_object_id=str(elements_object_id(lib.workspace, info.id, info.fingerprint)),
             time=datetime.now(UTC),
@@ -221,7 +221,7 @@ def record_failure(librarian: Librarian, document_id: str, error: DocumentFailed
             time=datetime.now(UTC),
             sha256=sha,
             unstructured_version=version or unstructured_version(),
-            decoder_version=DECODER_LOGIC_VERSION,
+            decoder_version=formats.versions_label(),  # the kind may not be known: every version
             error=error.cause[:500],
             transient=error.transient,
             attempts=attempts,

@@ -123,12 +123,11 @@ class ParseAhead:
         meta = self._metadata.pop(document_id, None) or lib.with_content_hash(lib.get_metadata(document_id))
         if meta.parent_id or meta.size > Limits.from_env().max_bytes:
             return None  # refused by the document's own processing, with its cause
-        fingerprint = ids.fingerprint(meta.sha256, self.version, self.config)
-        if not needs_decoding(lib, document_id, fingerprint, self.force):
-            return None
-        data = b"".join(lib.objects.open(meta.object_id))  # the metadata is read already
+        # The kind first, from the head as the document's own processing reads it: the fingerprint
+        # holds the version of the kind's format family.
+        head = lib.objects.read_range(meta.object_id, 0, min(DETECTION_BYTES, meta.size)) if meta.size else b""
         info = describe_document(
-            data[:DETECTION_BYTES],
+            head,
             document_id,
             self.config,
             filename=meta.title,
@@ -136,6 +135,10 @@ class ParseAhead:
             title=meta.title,
             version=self.version,
         )
+        fingerprint = ids.fingerprint(meta.sha256, self.version, self.config, info.mime_type)
+        if not needs_decoding(lib, document_id, fingerprint, self.force):
+            return None
+        data = b"".join(lib.objects.open(meta.object_id))  # the metadata is read already
         elements = partition_document(data, info, self.config, meta.title or None)
         return Parsed(fingerprint, elements, info.strategy_used, info.notes, dict(info.stats))
 

@@ -20,7 +20,7 @@ logic bumps SHARED_LOGIC_VERSION and re-decodes every document.
 
 from __future__ import annotations
 
-from ..model import DECODER_LOGIC_VERSION as SHARED_LOGIC_VERSION
+from ..model import SHARED_LOGIC_VERSION
 from . import delimited, email, epub, image, legacy_office, markup, office, pdf, text
 from .base import Format
 
