@@ -32,7 +32,7 @@ from ud_assets.defs.resources import LibrarianResource
 from ud_assets.processing.publication import COLLECTION_TAG, PROCESSING_TAG, requests_of, withdraw
 
 MAX_EVENTS_PER_TICK = 5000  # bounds one tick's work whatever the backlog
-SWEEP_ROWS = 5000  # librarian rows (sources and children) one read of the sweep takes
+SWEEP_ROWS = 2000  # librarian rows (sources and children) one read of the sweep takes (~50 ms on Cassandra)
 SWEEP_BUDGET_S = 0.3  # how long a tick may go on sweeping (the tick's target is 1 s in all)
 MAX_SWEEP_LOOKUPS = 200  # partition lookups (one query each) a tick's sweep may make
 MAX_CLEANUPS_PER_TICK = 100
