@@ -130,7 +130,8 @@ def test_ole_kind_reads_the_streams():
     ],
 )
 def test_a_mislabeled_document_still_fails_clearly(data, name, declared, message):
-    from ud_assets.decoding.limits import Limits, check_input
+    from ud_assets.decoding.formats import check_input
+    from ud_assets.decoding.limits import Limits
     from ud_assets.decoding.model import DecodeError
 
     with pytest.raises(DecodeError) as raised:

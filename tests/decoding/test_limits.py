@@ -8,7 +8,8 @@ import pytest
 
 from tests import docgen
 from ud_assets.decoding import detect
-from ud_assets.decoding.limits import MAX_ZIP_ENTRIES, Limits, MiB, check_input
+from ud_assets.decoding.formats import check_input
+from ud_assets.decoding.limits import MAX_ZIP_ENTRIES, Limits, MiB
 from ud_assets.decoding.model import ConfigError, DecodeError
 
 DEFAULT = Limits()
@@ -245,7 +246,7 @@ def test_nested_archives():
 
 
 def test_deeply_nested_markup_is_refused_with_its_cause():
-    from ud_assets.decoding.limits import MAX_MARKUP_DEPTH
+    from ud_assets.decoding.formats.markup import MAX_MARKUP_DEPTH
 
     deep = b"<html><body>" + b"<div>" * 100_000 + b"deep" + b"</div>" * 100_000 + b"</body></html>"
     assert refused(deep, detect.HTML) == f"HTML is nested more than {MAX_MARKUP_DEPTH} elements deep"

@@ -16,7 +16,7 @@ answer is generic and the witness names a kind inside it (`NARROWS`: octet-strea
 text → a kind of text, XML → HTML, ZIP → an OOXML/ODF/EPUB package, OLE2 → DOC/PPT/XLS), and is
 ignored otherwise. So XHTML, XML-declared HTML and inline XBRL decode as HTML while real XML
 stays XML; a README.md that opens with `<p align="center">` stays Markdown; a PDF named `.txt`
-is a PDF; and a declared kind the bytes contradict is kept, for `limits.check_input` to refuse
+is a PDF; and a declared kind the bytes contradict is kept, for `formats.check_input` to refuse
 the document naming both ("declared as PDF but the bytes are DOCX").
 """
 

@@ -3,7 +3,7 @@
 A parser that hangs, balloons or segfaults takes down one child, never the process that runs a
 batch. The parent imports unstructured once (4-11 s with spaCy) and forks per document,
 so every child starts warm. The child:
-- checks the input (limits.check_input: headers of untrusted bytes are read in the child too);
+- checks the input (formats.check_input: headers of untrusted bytes are read in the child too);
 - caps its address space at what it has inherited plus memory_mb (RLIMIT_AS), so a runaway
   allocation fails with MemoryError instead of waking the OOM killer;
 - pickles its reply (the Partitioned result, or the error's kind and message, with its timings
@@ -202,7 +202,7 @@ class IsolatedPartitioner:
         """
         if not self.isolate:
             started = time.perf_counter()
-            limits_module.check_input(data, mime, self.limits)
+            formats.check_input(data, mime, self.limits)
             limits_module.activate(self.limits)
             try:
                 parted = self.target(data, mime, config, filename)
@@ -851,7 +851,7 @@ def _lower_limit(which: int, soft: int, hard: int | None = None) -> None:
 def _child_work(target: Target[_R], limits: Limits, args: _Args) -> _Done[_R] | _Failed:
     data, mime, config, filename = args
     try:
-        limits_module.check_input(data, mime, limits)
+        formats.check_input(data, mime, limits)
         return _Done(target(data, mime, config, filename))
     except MemoryError:
         return _Failed("memory")

@@ -1,6 +1,7 @@
 """Limits on one decode, and the cheap checks that turn a hopeless document away before parsing.
 
-`check_input` reads headers only (PDF cross-reference, ZIP central directory, OLE2 directory):
+The checks (formats.check_input: the size here, then each format family's own, with the helpers
+here they share) read headers only (PDF cross-reference, ZIP central directory, OLE2 directory):
 no parser runs, so a zip bomb or a 100,000-page PDF is refused in milliseconds with a message
 naming the cause. What cannot be known from headers (a parser looping, memory ballooning) is
 the isolated child's job (isolation.py).
@@ -10,7 +11,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import time
 import zipfile
 from collections.abc import Mapping
@@ -25,11 +25,6 @@ MiB = 1024 * 1024
 # A ZIP package with more members than this is a bomb, not a document: EPUBs with thousands of
 # pictures stay well below it.
 MAX_ZIP_ENTRIES = 20_000
-# HTML parsers stop building the tree far below this depth and drop what lies deeper, silently:
-# refuse such documents with a reason instead of returning a decode that lost its content.
-MAX_MARKUP_DEPTH = 1_000
-_VOID_TAGS = frozenset(b"area base br col embed hr img input link meta source track wbr param keygen".split())
-_TAG = re.compile(rb"<(/?)([A-Za-z][A-Za-z0-9:-]*)[^<>]*?(/?)>")
 # XML compresses about 10:1 and a repetitive spreadsheet rarely beyond 100:1; above that *and*
 # big, the package is built to inflate.
 MAX_ZIP_RATIO = 100
@@ -38,8 +33,6 @@ ZIP_RATIO_FLOOR = 256 * MiB
 MAX_ZIP_DEPTH = 2
 MAX_NESTED_READ = 64 * MiB
 
-ZIP_KINDS = frozenset({detect.DOCX, detect.XLSX, detect.PPTX, detect.ODT, detect.EPUB})
-OOXML_PARTS = {detect.DOCX: "word/", detect.XLSX: "xl/", detect.PPTX: "ppt/"}
 _ZIP_SUFFIXES = (".zip", ".docx", ".xlsx", ".pptx", ".odt", ".ods", ".odp", ".epub", ".jar")
 OLE2_MAGIC = detect.OLE2_MAGIC
 
@@ -117,60 +110,41 @@ def _positive(env: Mapping[str, str], name: str, default: _Number, kind: type[_N
     return value
 
 
-def check_input(data: bytes, mime: str, limits: Limits) -> None:
-    """Raise DecodeError when the document is empty, too big, mislabeled, encrypted or a bomb."""
+def check_size(data: bytes, limits: Limits) -> None:
+    """Raise DecodeError when the document is empty or too big (formats.check_input, before the
+    checks of its format family)."""
     if not data:
         raise DecodeError("empty document (0 bytes)")
     if len(data) > limits.max_bytes:
         raise DecodeError(f"document is {len(data)} bytes, above the limit of {limits.max_bytes} (UD_DECODE_MAX_BYTES)")
-    if mime == detect.PDF:
-        _check_pdf(data, limits)
-    elif mime in ZIP_KINDS:
-        _check_zip_kind(data, mime, limits)
-    elif mime == detect.XLS:
-        if data.startswith(OLE2_MAGIC) and _ole_encrypted_package(data):
-            raise DecodeError("XLS is password-protected")
-        if not data.startswith((OLE2_MAGIC, b"PK\x03\x04")):
-            _mislabeled(mime, data)
-        if data.startswith(OLE2_MAGIC):
-            _check_ole_kind(data, mime)
-    elif mime in detect.LEGACY_OFFICE:
-        if not data.startswith(OLE2_MAGIC):
-            _mislabeled(mime, data)
-        _check_ole_kind(data, mime)
-    elif mime == detect.RTF:
-        if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
-            _mislabeled(mime, data)
-    elif mime.startswith("image/"):
-        if not detect.sniff(data).startswith("image/"):
-            _mislabeled(mime, data)
-    elif detect.is_text_kind(mime) or mime == detect.EML:
-        if _looks_binary(data) or detect.is_binary_kind(detect.sniff(data)):
-            _mislabeled(mime, data)
-        if mime in (detect.HTML, detect.XML):
-            _check_nesting(data, mime)
 
 
-def _label(mime: str) -> str:
+def check_text(data: bytes, mime: str) -> None:
+    """Text (or an e-mail) whose bytes are binary is mislabeled."""
+    if looks_binary(data) or detect.is_binary_kind(detect.sniff(data)):
+        mislabeled(mime, data)
+
+
+def label(mime: str) -> str:
     suffix = detect.SUFFIXES.get(mime)
     return suffix[1:].upper() if suffix else (mime or "unknown")
 
 
-def _mislabeled(mime: str, data: bytes) -> None:
+def mislabeled(mime: str, data: bytes) -> None:
     actual = detect.detect_mime(data)  # what the bytes alone say, by detection's own rule
     if actual == mime:  # libmagic agrees with the label: the bytes are damaged, not mislabeled
-        raise DecodeError(f"{_label(mime)} is damaged: its header is not that of a {_label(mime)}")
-    raise DecodeError(f"declared as {_label(mime)} but the bytes are {_label(actual)}")
+        raise DecodeError(f"{label(mime)} is damaged: its header is not that of a {label(mime)}")
+    raise DecodeError(f"declared as {label(mime)} but the bytes are {label(actual)}")
 
 
-def _check_ole_kind(data: bytes, mime: str) -> None:
+def check_ole_kind(data: bytes, mime: str) -> None:
     """An OLE2 container whose streams are another Office format's is mislabeled."""
     actual = detect.ole_kind(data)
     if actual not in (mime, detect.OLE2):
-        raise DecodeError(f"declared as {_label(mime)} but the bytes are {_label(actual)}")
+        raise DecodeError(f"declared as {label(mime)} but the bytes are {label(actual)}")
 
 
-def _looks_binary(data: bytes) -> bool:
+def looks_binary(data: bytes) -> bool:
     """Control bytes a text file never has; UTF-16/32 text (NULs between letters) excepted."""
     sample = data[:8192]
     if sample.startswith((b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")):
@@ -185,59 +159,12 @@ def _looks_binary(data: bytes) -> bool:
     return controls > len(sample) * 0.05
 
 
-def _check_pdf(data: bytes, limits: Limits) -> None:
-    if b"%PDF" not in data[:1024]:  # the header may follow up to 1 KiB of junk
-        _mislabeled(detect.PDF, data)
-    import pypdfium2 as pdfium
-
-    try:
-        pdf = pdfium.PdfDocument(data)
-    except pdfium.PdfiumError as exc:
-        if "password" in str(exc).lower():
-            raise DecodeError("PDF is password-protected") from None
-        return  # damaged: pdfminer is more lenient than PDFium, let the parser try
-    try:
-        pages = len(pdf)
-    finally:
-        pdf.close()
-    _check_pages(pages, "PDF", limits)
-
-
-def _check_pages(pages: int, label: str, limits: Limits) -> None:
+def check_pages(pages: int, label: str, limits: Limits) -> None:
     if pages > limits.max_pages:
         raise DecodeError(f"{label} has {pages} pages, above the limit of {limits.max_pages} (UD_DECODE_MAX_PAGES)")
 
 
-def _check_zip_kind(data: bytes, mime: str, limits: Limits) -> None:
-    label = _label(mime)
-    if data.startswith(OLE2_MAGIC) and mime in OOXML_PARTS:
-        if _ole_encrypted_package(data):  # Office wraps an encrypted OOXML package in OLE2
-            raise DecodeError(f"{label} is password-protected")
-        _mislabeled(mime, data)
-    if not data.startswith(b"PK\x03\x04"):
-        _mislabeled(mime, data)
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile as exc:
-        raise DecodeError(f"{label} is not a readable ZIP package ({exc})") from None
-    with archive:
-        _check_zip_bomb(archive, label, limits, depth=0, budget=[limits.max_unzipped_bytes])
-        names = set(archive.namelist())
-        if any(info.flag_bits & 0x1 for info in archive.infolist()):
-            raise DecodeError(f"{label} is password-protected")
-        expected = OOXML_PARTS.get(mime)
-        if expected and not any(name.startswith(expected) for name in names):
-            found = [kind for kind, part in OOXML_PARTS.items() if any(n.startswith(part) for n in names)]
-            actual = found[0] if found else "application/zip"
-            raise DecodeError(f"declared as {label} but the bytes are {_label(actual)}")
-        if mime == detect.ODT and _odf_encrypted(archive, names):
-            raise DecodeError(f"{label} is password-protected")
-        if mime == detect.PPTX:
-            slides = [n for n in names if n.startswith("ppt/slides/slide") and n.endswith(".xml")]
-            _check_pages(len(slides), "PPTX", limits)
-
-
-def _check_zip_bomb(archive: zipfile.ZipFile, label: str, limits: Limits, depth: int, budget: list[int]) -> None:
+def check_zip_bomb(archive: zipfile.ZipFile, label: str, limits: Limits, depth: int, budget: list[int]) -> None:
     """Sizes from the central directory (no inflating), archives inside archives included."""
     infos = archive.infolist()
     if len(infos) > MAX_ZIP_ENTRIES:
@@ -262,35 +189,4 @@ def _check_zip_bomb(archive: zipfile.ZipFile, label: str, limits: Limits, depth:
         except (zipfile.BadZipFile, RuntimeError, NotImplementedError):
             continue  # not a ZIP after all (or encrypted): the parser never opens it either
         with inner:
-            _check_zip_bomb(inner, label, limits, depth + 1, budget)
-
-
-def _ole_encrypted_package(data: bytes) -> bool:
-    import olefile
-
-    try:
-        with olefile.OleFileIO(io.BytesIO(data)) as ole:
-            return bool(ole.exists("EncryptedPackage"))  # olefile is untyped
-    except OSError:
-        return False
-
-
-def _odf_encrypted(archive: zipfile.ZipFile, names: set[str]) -> bool:
-    manifest = "META-INF/manifest.xml"
-    if manifest not in names or archive.getinfo(manifest).file_size > 4 * MiB:
-        return False
-    return b"encryption-data" in archive.read(manifest)
-
-
-def _check_nesting(data: bytes, mime: str) -> None:
-    """Refuse markup nested deeper than MAX_MARKUP_DEPTH (one linear pass over the tags)."""
-    depth = deepest = 0
-    for closing, name, self_closing in _TAG.findall(data):
-        if closing:
-            depth = max(0, depth - 1)
-        elif not self_closing and name.lower() not in _VOID_TAGS:
-            depth += 1
-            deepest = max(deepest, depth)
-            if deepest > MAX_MARKUP_DEPTH:
-                label = "HTML" if mime == detect.HTML else "XML"
-                raise DecodeError(f"{label} is nested more than {MAX_MARKUP_DEPTH} elements deep")
+            check_zip_bomb(inner, label, limits, depth + 1, budget)

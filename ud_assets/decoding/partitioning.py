@@ -251,13 +251,14 @@ def docm_as_docx(data: bytes) -> bytes:
 def _partition_legacy_office(data: bytes, mime: str, config: DecoderConfig, filename: str | None) -> list[Element]:
     """A DOC or PPT converted by LibreOffice (within this parse's time and memory), then read as
     the DOCX or PPTX it became: the same elements and pictures as that format gives."""
+    from . import formats
     from . import limits as limits_module
     from .formats import legacy_office
 
     seconds_left, memory_mb = limits_module.budget()
     converted = legacy_office.convert(data, mime, filename, seconds_left, memory_mb)
     target = detect.LEGACY_OFFICE[mime]
-    limits_module.check_input(converted, target, limits_module.current())  # bombs, slide count
+    formats.check_input(converted, target, limits_module.current())  # bombs, slide count
     return _partition(converted, target, config, "fast", filename)
 
 

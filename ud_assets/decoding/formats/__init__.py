@@ -20,6 +20,9 @@ logic bumps SHARED_LOGIC_VERSION and re-decodes every document.
 
 from __future__ import annotations
 
+from .. import detect
+from .. import limits as limits_module
+from ..limits import Limits
 from ..model import SHARED_LOGIC_VERSION
 from . import delimited, email, epub, image, legacy_office, markup, office, pdf, text
 from .base import Format
@@ -36,13 +39,21 @@ FAMILIES: tuple[Format, ...] = (
     image.FORMAT,
 )
 # Kinds no family claims (audio, video, unknown): refused or failed by the parser, versioned together.
-OTHER = Format(name="other", logic_version="1", mime_types=frozenset())
+
+
+def _check_other(data: bytes, mime: str, limits: Limits) -> None:
+    if detect.is_text_kind(mime):  # text of a kind no family names
+        limits_module.check_text(data, mime)
+
+
+OTHER = Format(name="other", logic_version="1", mime_types=frozenset(), check=_check_other)
 BASELINE = "1"  # every family's first logic version, implied by generations recorded without one
 
 __all__ = [
     "FAMILIES",
     "OTHER",
     "Format",
+    "check_input",
     "decoder_version",
     "family_of",
     "is_current",
@@ -55,6 +66,15 @@ __all__ = [
 def family_of(mime: str) -> Format:
     """The family decoding this kind (OTHER when none does)."""
     return next((family for family in FAMILIES if family.decodes(mime)), OTHER)
+
+
+def check_input(data: bytes, mime: str, limits: Limits) -> None:
+    """Raise DecodeError when the document is empty, too big, mislabeled, encrypted or a bomb: its
+    size (limits.check_size), then its format family's checks."""
+    limits_module.check_size(data, limits)
+    check = family_of(mime).check
+    if check is not None:
+        check(data, mime, limits)
 
 
 def warm_imports(mime: str) -> tuple[str, ...] | None:

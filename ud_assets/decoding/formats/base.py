@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..limits import Limits
 
 
 @dataclass(frozen=True)
@@ -18,6 +22,8 @@ class Format:
     - `warm_imports`: per kind, unstructured's partitioner modules a process decoding it imports
       beyond the text ones every format uses (isolation.warm_up).
     - `page_labels`: per page-based kind, the noun of its pages ("Page", "Slide", "Sheet").
+    - `check`: its checks before parsing (data, kind, limits), raising DecodeError: mislabeled,
+      encrypted, too many pages, a bomb (formats.check_input, after the size).
     """
 
     name: str
@@ -26,6 +32,7 @@ class Format:
     warm_imports: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     page_labels: Mapping[str, str] = field(default_factory=dict)
     mime_prefixes: tuple[str, ...] = ()
+    check: Callable[[bytes, str, Limits], None] | None = None
 
     def decodes(self, mime: str) -> bool:
         return mime in self.mime_types or mime.startswith(self.mime_prefixes)

@@ -27,6 +27,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from .. import detect
+from .. import limits as limits_module
 from ..model import DecodeError
 from .base import Format
 
@@ -112,4 +113,5 @@ FORMAT = Format(
     logic_version="1",
     mime_types=frozenset({detect.CSV, detect.TSV}),
     warm_imports={detect.CSV: ("csv",), detect.TSV: ("tsv", "csv")},
+    check=lambda data, mime, limits: limits_module.check_text(data, mime),
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import detect
+from .. import limits as limits_module
 from .base import Format
 
 FORMAT = Format(
@@ -10,4 +11,5 @@ FORMAT = Format(
     logic_version="1",
     mime_types=frozenset({detect.EML}),
     warm_imports={detect.EML: ("email",)},
+    check=lambda data, mime, limits: limits_module.check_text(data, mime),
 )

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from .. import detect
+from .. import limits as limits_module
+from ..limits import Limits
 from .base import Format
 
+
+def check(data: bytes, mime: str, limits: Limits) -> None:
+    if not detect.sniff(data).startswith("image/"):
+        limits_module.mislabeled(mime, data)
+
+
 # No warm_imports: a process about to decode an image warms every partitioner (isolation.warm_up).
-FORMAT = Format(name="image", logic_version="1", mime_types=frozenset(), mime_prefixes=("image/",))
+FORMAT = Format(name="image", logic_version="1", mime_types=frozenset(), mime_prefixes=("image/",), check=check)

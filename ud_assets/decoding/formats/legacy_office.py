@@ -38,6 +38,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .. import detect
+from .. import limits as limits_module
+from ..limits import Limits
 from ..model import DecodeError, DecoderBug
 from .base import Format
 
@@ -186,10 +188,17 @@ def _reason(status: int, output: str) -> str:
     return f"{cause}: {said}" if said else cause
 
 
+def check(data: bytes, mime: str, limits: Limits) -> None:
+    if not data.startswith(detect.OLE2_MAGIC):
+        limits_module.mislabeled(mime, data)
+    limits_module.check_ole_kind(data, mime)
+
+
 FORMAT = Format(
     name="legacy_office",
     logic_version="1",
     mime_types=frozenset({detect.DOC, detect.PPT}),
     warm_imports={detect.DOC: ("docx",), detect.PPT: ("pptx",)},  # read as the DOCX or PPTX they become
     page_labels={detect.PPT: "Slide"},
+    check=check,
 )

@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 from .. import detect
+from .. import limits as limits_module
+from ..limits import Limits
 from .base import Format
+
+
+def check(data: bytes, mime: str, limits: Limits) -> None:
+    if mime == detect.RTF:
+        if not data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\rtf"):
+            limits_module.mislabeled(mime, data)
+    else:
+        limits_module.check_text(data, mime)
+
 
 FORMAT = Format(
     name="text",
@@ -16,4 +27,5 @@ FORMAT = Format(
         detect.RTF: ("rtf",),
         detect.JSON: ("json",),
     },
+    check=check,
 )
