@@ -8,16 +8,15 @@ only describes the asset graph must never pay that. spaCy is loaded without torc
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import itertools
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, cast
 
-from . import detect
+from . import detect, formats
 from .model import (
     ConfigError,
     DecodeError,
@@ -160,12 +159,9 @@ def _partition_bytes(data: bytes, mime: str, config: DecoderConfig, filename: st
         return Partitioned(_partition_legacy_office(data, mime, config, filename), strategy, notes)
 
     elements = _partition(data, mime, config, strategy, filename)
-    if mime == detect.PDF:
-        from . import images
-
-        elements = _place_pdf_images(elements, images.pdf_images(data))
-    elif mime == detect.EPUB:
-        elements = _fill_epub_images(elements, data)
+    add_images = formats.family_of(mime).add_images  # found outside unstructured (PDF, EPUB)
+    if add_images is not None:
+        elements = add_images(elements, data)
     return Partitioned(elements, strategy, notes)
 
 
@@ -189,10 +185,9 @@ def _partition(
 
     from . import images
 
-    if mime in (detect.DOCX, detect.ODT, detect.PPTX):  # ODT goes through unstructured's DOCX partitioner
-        images.install_picture_partitioners()
-    if mime == detect.DOCX:
-        data = docm_as_docx(data)
+    family = formats.family_of(mime)
+    if family.prepare is not None:  # e.g. office: picture partitioners, a .docm read as a .docx
+        data = family.prepare(data, mime)
     suffix = detect.SUFFIXES.get(mime, os.path.splitext(filename or "")[1] or ".bin")
     kwargs: PartitionKwargs = {
         "content_type": mime,
@@ -211,7 +206,7 @@ def _partition(
             return [to_element(el) for el in partition_delimited(text, mime, kwargs["metadata_filename"])]
         data = text.encode("utf-8")
         kwargs["encoding"] = "utf-8"
-    if mime in (detect.HTML, detect.MARKDOWN, detect.EML):
+    if mime in family.data_uri_images:
         kwargs.update(images.HTML_IMAGE_KWARGS)  # keep the bytes of data: URI images
     if strategy == "hi_res":
         kwargs["skip_infer_table_types"] = []
@@ -222,36 +217,9 @@ def _partition(
     return [to_element(el) for el in raw]
 
 
-_DOCM_MAIN = b"application/vnd.ms-word.document.macroEnabled.main+xml"
-_DOCX_MAIN = b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
-
-
-def docm_as_docx(data: bytes) -> bytes:
-    """A macro-enabled Word package (.docm) with its main part declared as a DOCX's.
-
-    python-docx (and so unstructured) refuses a .docm for its main part's content type alone
-    ("is not a Word file"); the parts are those of a DOCX. The macros are never run or read."""
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as package:
-            types = package.read("[Content_Types].xml")
-            if _DOCM_MAIN not in types:
-                return data
-            out = io.BytesIO()
-            with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as rewritten:
-                for info in package.infolist():
-                    body = types.replace(_DOCM_MAIN, _DOCX_MAIN) if info.filename == "[Content_Types].xml" else None
-                    rewritten.writestr(info, body if body is not None else package.read(info))
-            return out.getvalue()
-    except (zipfile.BadZipFile, KeyError):  # not a package we can read: the parser says why
-        return data
-
-
 def _partition_legacy_office(data: bytes, mime: str, config: DecoderConfig, filename: str | None) -> list[Element]:
     """A DOC or PPT converted by LibreOffice (within this parse's time and memory), then read as
     the DOCX or PPTX it became: the same elements and pictures as that format gives."""
-    from . import formats
     from . import limits as limits_module
     from .formats import legacy_office
 
@@ -302,49 +270,6 @@ def to_element(el: UnstructuredElement) -> Element:
         image=image,
         extra=extra,
     )
-
-
-def image_element(image: ImageData, ordinal_hint: str) -> Element:
-    """An Image element for an image found outside unstructured (PDF objects, EPUB, e-mail)."""
-    element_id = (
-        image.element_id
-        or hashlib.sha256(f"{ordinal_hint}|{image.name}|{hashlib.sha256(image.data).hexdigest()}".encode()).hexdigest()[
-            :32
-        ]
-    )
-    image.element_id = element_id
-    return Element(
-        element_id=element_id,
-        category="Image",
-        text="",
-        page_number=image.page_number,
-        coordinates=image.coordinates,
-        image=image,
-    )
-
-
-def _top(element: Element) -> float:
-    points = (element.coordinates.get("points") if element.coordinates else None) or []
-    return min((p[1] for p in points), default=float("inf"))
-
-
-def _place_pdf_images(elements: list[Element], found: list[ImageData]) -> list[Element]:
-    """PDF pictures placed among their page's elements, top to bottom."""
-    if not found:
-        return elements
-    by_page: dict[int, list[Element]] = {}
-    for index, image in enumerate(found):
-        by_page.setdefault(image.page_number or 1, []).append(image_element(image, f"pdf|{index}"))
-    merged: list[Element] = []
-    pages = sorted({el.page_number or 1 for el in elements} | set(by_page))
-    for page in pages:
-        page_elements = [el for el in elements if (el.page_number or 1) == page]
-        for picture in by_page.get(page, []):
-            top = _top(picture)
-            position = next((i for i, el in enumerate(page_elements) if _top(el) > top), len(page_elements))
-            page_elements.insert(position, picture)
-        merged.extend(page_elements)
-    return merged
 
 
 # -- a large PDF parsed as page ranges, concurrently -------------------------------------------
@@ -419,7 +344,7 @@ def merge_pdf_parts(parts: list[PdfPart], plan: PdfPlan) -> Partitioned:
     elements = [element for part in parts for element in part.elements]
     _link_hierarchy(elements)
     found = [image for part in parts for image in part.images]
-    return Partitioned(_place_pdf_images(elements, found), plan.strategy, list(plan.notes))
+    return Partitioned(formats.pdf.place_images(elements, found), plan.strategy, list(plan.notes))
 
 
 def _pdf_subset(data: bytes, pages: range) -> bytes:
@@ -457,30 +382,6 @@ def _link_hierarchy(elements: list[Element]) -> None:
         element.parent_id = view.metadata.parent_id
 
 
-def _fill_epub_images(elements: list[Element], data: bytes) -> list[Element]:
-    """pandoc's Image elements name their file only: give them its bytes; append images never shown."""
-    from . import images
-
-    found = images.epub_images(data)
-    for element in elements:
-        if element.is_image and element.image is None:
-            url = element.extra.get("image_url") or ""
-            match = images.epub_image_for_url(found, url) if url else None
-            if match is not None:
-                element.image = replace(match, element_id=element.element_id)
-    return _with_trailing_images(elements, found, "epub")
-
-
-def _with_trailing_images(elements: list[Element], found: list[ImageData], hint: str = "img") -> list[Element]:
-    already = {hashlib.sha256(el.image.data).hexdigest() for el in elements if el.image}
-    extra = [
-        image_element(image, f"{hint}|{index}")
-        for index, image in enumerate(found)
-        if hashlib.sha256(image.data).hexdigest() not in already
-    ]
-    return elements + extra
-
-
 def _partition_email(data: bytes, config: DecoderConfig, strategy: str, notes: list[str]) -> Partitioned:
     """The message body by unstructured; attachments by us (images stored, documents decoded)."""
     from . import images
@@ -508,5 +409,5 @@ def _partition_email(data: bytes, config: DecoderConfig, strategy: str, notes: l
             el.extra["attachment"] = attachment.filename
             el.page_number = None
         elements.extend(inner.elements)
-    elements = _with_trailing_images(elements, images.email_images(parts), "eml")
+    elements = images.with_trailing_images(elements, images.email_images(parts), "eml")
     return Partitioned(elements, strategy, notes)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..limits import Limits
+    from ..model import Element
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,9 @@ class Format:
     - `page_labels`: per page-based kind, the noun of its pages ("Page", "Slide", "Sheet").
     - `check`: its checks before parsing (data, kind, limits), raising DecodeError: mislabeled,
       encrypted, too many pages, a bomb (formats.check_input, after the size).
+    - `prepare`: its quirks before unstructured's partition() (data, kind) -> the bytes to parse.
+    - `add_images`: the images it finds outside unstructured, placed among the elements.
+    - `data_uri_images`: the kinds whose `<img src="data:...">` bytes unstructured is asked to keep.
     """
 
     name: str
@@ -33,6 +37,9 @@ class Format:
     page_labels: Mapping[str, str] = field(default_factory=dict)
     mime_prefixes: tuple[str, ...] = ()
     check: Callable[[bytes, str, Limits], None] | None = None
+    prepare: Callable[[bytes, str], bytes] | None = None
+    add_images: Callable[[list[Element], bytes], list[Element]] | None = None
+    data_uri_images: frozenset[str] = frozenset()
 
     def decodes(self, mime: str) -> bool:
         return mime in self.mime_types or mime.startswith(self.mime_prefixes)

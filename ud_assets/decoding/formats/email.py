@@ -12,4 +12,5 @@ FORMAT = Format(
     mime_types=frozenset({detect.EML}),
     warm_imports={detect.EML: ("email",)},
     check=lambda data, mime, limits: limits_module.check_text(data, mime),
+    data_uri_images=frozenset({detect.EML}),  # `<img src="data:...">` bytes kept (images/elements.py)
 )

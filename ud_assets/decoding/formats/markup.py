@@ -42,4 +42,5 @@ FORMAT = Format(
     mime_types=frozenset({detect.HTML, detect.XML}),
     warm_imports={detect.HTML: (), detect.XML: ("xml",)},
     check=check,
+    data_uri_images=frozenset({detect.HTML}),  # `<img src="data:...">` bytes kept (images/elements.py)
 )

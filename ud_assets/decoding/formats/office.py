@@ -74,6 +74,43 @@ def _odf_encrypted(archive: zipfile.ZipFile, names: set[str]) -> bool:
     return b"encryption-data" in archive.read(manifest)
 
 
+def prepare(data: bytes, mime: str) -> bytes:
+    """Before unstructured's partition(): our picture partitioners, and a .docm read as a .docx."""
+    from ..images.office import install_picture_partitioners
+
+    if mime in (detect.DOCX, detect.ODT, detect.PPTX):  # ODT goes through unstructured's DOCX partitioner
+        install_picture_partitioners()
+    if mime == detect.DOCX:
+        data = docm_as_docx(data)
+    return data
+
+
+_DOCM_MAIN = b"application/vnd.ms-word.document.macroEnabled.main+xml"
+_DOCX_MAIN = b"application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"
+
+
+def docm_as_docx(data: bytes) -> bytes:
+    """A macro-enabled Word package (.docm) with its main part declared as a DOCX's.
+
+    python-docx (and so unstructured) refuses a .docm for its main part's content type alone
+    ("is not a Word file"); the parts are those of a DOCX. The macros are never run or read."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as package:
+            types = package.read("[Content_Types].xml")
+            if _DOCM_MAIN not in types:
+                return data
+            out = io.BytesIO()
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as rewritten:
+                for info in package.infolist():
+                    body = types.replace(_DOCM_MAIN, _DOCX_MAIN) if info.filename == "[Content_Types].xml" else None
+                    rewritten.writestr(info, body if body is not None else package.read(info))
+            return out.getvalue()
+    except (zipfile.BadZipFile, KeyError):  # not a package we can read: the parser says why
+        return data
+
+
 FORMAT = Format(
     name="office",
     logic_version="1",
@@ -87,4 +124,5 @@ FORMAT = Format(
     },
     page_labels={detect.PPTX: "Slide", detect.XLSX: "Sheet", detect.XLS: "Sheet"},
     check=check,
+    prepare=prepare,
 )

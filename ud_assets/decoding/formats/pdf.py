@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from .. import detect
 from .. import limits as limits_module
+from ..images.elements import image_element
 from ..limits import Limits
-from ..model import DecodeError
+from ..model import DecodeError, Element, ImageData
 from .base import Format
 
 
@@ -27,6 +28,37 @@ def check(data: bytes, mime: str, limits: Limits) -> None:
     limits_module.check_pages(pages, "PDF", limits)
 
 
+def _top(element: Element) -> float:
+    points = (element.coordinates.get("points") if element.coordinates else None) or []
+    return min((p[1] for p in points), default=float("inf"))
+
+
+def place_images(elements: list[Element], found: list[ImageData]) -> list[Element]:
+    """PDF pictures placed among their page's elements, top to bottom."""
+    if not found:
+        return elements
+    by_page: dict[int, list[Element]] = {}
+    for index, image in enumerate(found):
+        by_page.setdefault(image.page_number or 1, []).append(image_element(image, f"pdf|{index}"))
+    merged: list[Element] = []
+    pages = sorted({el.page_number or 1 for el in elements} | set(by_page))
+    for page in pages:
+        page_elements = [el for el in elements if (el.page_number or 1) == page]
+        for picture in by_page.get(page, []):
+            top = _top(picture)
+            position = next((i for i, el in enumerate(page_elements) if _top(el) > top), len(page_elements))
+            page_elements.insert(position, picture)
+        merged.extend(page_elements)
+    return merged
+
+
+def add_images(elements: list[Element], data: bytes) -> list[Element]:
+    """Every image object of the PDF (pypdfium2), placed among its page's elements."""
+    from ..images.pdf import pdf_images
+
+    return place_images(elements, pdf_images(data))
+
+
 FORMAT = Format(
     name="pdf",
     logic_version="1",
@@ -34,4 +66,5 @@ FORMAT = Format(
     warm_imports={detect.PDF: ("pdf",)},
     page_labels={detect.PDF: "Page"},
     check=check,
+    add_images=add_images,
 )

@@ -28,4 +28,5 @@ FORMAT = Format(
         detect.JSON: ("json",),
     },
     check=check,
+    data_uri_images=frozenset({detect.MARKDOWN}),  # `<img src="data:...">` bytes kept (images/elements.py)
 )

@@ -19,7 +19,14 @@ Heavy libraries are imported inside the functions so importing this package stay
 """
 
 from .describe import OCTET, describe_image, image_data
-from .elements import HTML_IMAGE_KWARGS, NAME_FIELD, image_from_element, parse_data_uri
+from .elements import (
+    HTML_IMAGE_KWARGS,
+    NAME_FIELD,
+    image_element,
+    image_from_element,
+    parse_data_uri,
+    with_trailing_images,
+)
 from .email import EmailAttachment, EmailParts, email_images, split_email
 from .epub import epub_image_for_url, epub_images
 from .office import EMU_PER_POINT, DocxPicturePartitioner, PptxPicturePartitioner, install_picture_partitioners
@@ -39,9 +46,11 @@ __all__ = [
     "epub_image_for_url",
     "epub_images",
     "image_data",
+    "image_element",
     "image_from_element",
     "install_picture_partitioners",
     "parse_data_uri",
     "pdf_images",
     "split_email",
+    "with_trailing_images",
 ]

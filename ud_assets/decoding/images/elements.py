@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 import urllib.parse
 from typing import TYPE_CHECKING
 
 from ud_assets.decoding.geometry import Coordinates
-from ud_assets.decoding.model import ImageData, PartitionKwargs
+from ud_assets.decoding.model import Element, ImageData, PartitionKwargs
 
 from .describe import image_data
 
@@ -85,3 +86,32 @@ def parse_data_uri(uri: str) -> tuple[str, bytes] | None:
         return mime, urllib.parse.unquote_to_bytes(payload)
     except (binascii.Error, ValueError):
         return None
+
+
+def image_element(image: ImageData, ordinal_hint: str) -> Element:
+    """An Image element for an image found outside unstructured (PDF objects, EPUB, e-mail)."""
+    element_id = (
+        image.element_id
+        or hashlib.sha256(f"{ordinal_hint}|{image.name}|{hashlib.sha256(image.data).hexdigest()}".encode()).hexdigest()[
+            :32
+        ]
+    )
+    image.element_id = element_id
+    return Element(
+        element_id=element_id,
+        category="Image",
+        text="",
+        page_number=image.page_number,
+        coordinates=image.coordinates,
+        image=image,
+    )
+
+
+def with_trailing_images(elements: list[Element], found: list[ImageData], hint: str = "img") -> list[Element]:
+    already = {hashlib.sha256(el.image.data).hexdigest() for el in elements if el.image}
+    extra = [
+        image_element(image, f"{hint}|{index}")
+        for index, image in enumerate(found)
+        if hashlib.sha256(image.data).hexdigest() not in already
+    ]
+    return elements + extra
