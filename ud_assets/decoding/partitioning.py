@@ -200,10 +200,8 @@ def _partition(
     if detect.is_text_kind(mime):
         # unstructured reads text as UTF-8 only; hand it UTF-8 whatever the source encoding.
         text, _encoding = detect.decode_text(data)
-        if mime in (detect.CSV, detect.TSV):  # read tolerantly (delimited.py), rendered as unstructured does
-            from .formats.delimited import partition_delimited
-
-            return [to_element(el) for el in partition_delimited(text, mime, kwargs["metadata_filename"])]
+        if family.partition_text is not None:  # its own reader (delimited: CSV/TSV read tolerantly)
+            return [to_element(el) for el in family.partition_text(text, mime, kwargs["metadata_filename"])]
         data = text.encode("utf-8")
         kwargs["encoding"] = "utf-8"
     if mime in family.data_uri_images:

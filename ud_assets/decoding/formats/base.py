@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from unstructured.documents.elements import Element as UnstructuredElement
+
     from ..limits import Limits
     from ..model import Element
 
@@ -28,6 +30,8 @@ class Format:
     - `prepare`: its quirks before unstructured's partition() (data, kind) -> the bytes to parse.
     - `add_images`: the images it finds outside unstructured, placed among the elements.
     - `data_uri_images`: the kinds whose `<img src="data:...">` bytes unstructured is asked to keep.
+    - `partition_text`: its own reader of decoded text (text, kind, metadata_filename) -> unstructured's
+      elements, in place of unstructured's partition() (delimited).
     """
 
     name: str
@@ -40,6 +44,7 @@ class Format:
     prepare: Callable[[bytes, str], bytes] | None = None
     add_images: Callable[[list[Element], bytes], list[Element]] | None = None
     data_uri_images: frozenset[str] = frozenset()
+    partition_text: Callable[[str, str, str], Sequence[UnstructuredElement]] | None = None
 
     def decodes(self, mime: str) -> bool:
         return mime in self.mime_types or mime.startswith(self.mime_prefixes)

@@ -113,5 +113,6 @@ FORMAT = Format(
     logic_version="1",
     mime_types=frozenset({detect.CSV, detect.TSV}),
     warm_imports={detect.CSV: ("csv",), detect.TSV: ("tsv", "csv")},
+    partition_text=partition_delimited,
     check=lambda data, mime, limits: limits_module.check_text(data, mime),
 )
