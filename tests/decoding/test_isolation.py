@@ -12,8 +12,8 @@ from tests import docgen
 from ud_assets.decoding import detect, isolation
 from ud_assets.decoding.isolation import IsolatedPartitioner, isolation_available, isolation_enabled
 from ud_assets.decoding.limits import Limits
-from ud_assets.decoding.model import ConfigError, DecodeError, DecoderConfig
-from ud_assets.decoding.partitioning import SPLIT_MIN_BYTES, Partitioned, partition_bytes
+from ud_assets.decoding.model import ConfigError, DecodeError, DecoderConfig, Partitioned
+from ud_assets.decoding.partitioning import SPLIT_MIN_BYTES, partition_bytes
 
 CONFIG = DecoderConfig()
 GOOD = (docgen.markdown(), detect.MARKDOWN)

@@ -38,10 +38,9 @@ from typing import Generic, Literal, TypeVar
 from . import detect, formats
 from . import limits as limits_module
 from .limits import Limits, MiB
-from .model import ConfigError, DecodeError, DecoderBug, DecoderConfig, PartitionStats
+from .model import ConfigError, DecodeError, DecoderBug, DecoderConfig, Partitioned, PartitionStats
 from .partitioning import (
     SPLIT_MIN_BYTES,
-    Partitioned,
     merge_pdf_parts,
     partition_bytes,
     partition_pdf_pages,

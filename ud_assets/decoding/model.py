@@ -190,6 +190,13 @@ class Element:
 
 
 @dataclass
+class Partitioned:
+    elements: list[Element]
+    strategy_used: str
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
 class PlacedElement:
     element_id: str
     category: str

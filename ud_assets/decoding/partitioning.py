@@ -13,10 +13,11 @@ import itertools
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from . import detect, formats
+from .formats.base import NOT_TRANSCRIBED, Parser, transcribed_by_a_model
 from .model import (
     ConfigError,
     DecodeError,
@@ -25,6 +26,7 @@ from .model import (
     Element,
     ElementExtra,
     ImageData,
+    Partitioned,
     PartitionKwargs,
 )
 from .spacy_loading import load_thinc_without_torch
@@ -37,13 +39,6 @@ log = logging.getLogger(__name__)
 # The setting that points unstructured-inference at local layout-model weights.
 LOCAL_WEIGHTS_SETTING = "UNSTRUCTURED_DEFAULT_MODEL_INITIALIZE_PARAMS_JSON_PATH"
 _DEFAULT_LAYOUT_REPO = ("unstructured-io/yolo_x_layout", "yolox_l0.05.onnx")
-
-
-@dataclass
-class Partitioned:
-    elements: list[Element]
-    strategy_used: str
-    notes: list[str] = field(default_factory=list)
 
 
 def unstructured_version() -> str:
@@ -153,10 +148,9 @@ def _partition_bytes(data: bytes, mime: str, config: DecoderConfig, filename: st
     strategy = resolve_strategy(config, mime, data)
     notes = strategy_notes(config, strategy)
 
-    if mime == detect.EML:
-        return _partition_email(data, config, strategy, notes)
-    if mime in detect.LEGACY_OFFICE:
-        return Partitioned(_partition_legacy_office(data, mime, config, filename), strategy, notes)
+    own = formats.family_of(mime).partition  # e-mail: body and attachments; legacy Office: converted first
+    if own is not None:
+        return own(PARSER, data, mime, config, strategy, notes, filename)
 
     elements = _partition(data, mime, config, strategy, filename)
     add_images = formats.family_of(mime).add_images  # found outside unstructured (PDF, EPUB)
@@ -165,22 +159,11 @@ def _partition_bytes(data: bytes, mime: str, config: DecoderConfig, filename: st
     return Partitioned(elements, strategy, notes)
 
 
-# unstructured hands audio and video to a speech-to-text model (Whisper), which it downloads on
-# first use: never, here (the decoder is offline). They are refused, or skipped inside an e-mail
-# with the skip in the document's notes, rather than transcribed.
-_NOT_TRANSCRIBED = "{kind} is not decoded: transcribing it needs a speech-to-text model, which ud never downloads"
-
-
-def transcribed_by_a_model(mime: str) -> bool:
-    """Whether unstructured would reach for a speech-to-text model to decode this kind."""
-    return mime.startswith(("audio/", "video/"))
-
-
 def _partition(
     data: bytes, mime: str, config: DecoderConfig, strategy: str, filename: str | None, starting_page_number: int = 1
 ) -> list[Element]:
     if transcribed_by_a_model(mime):
-        raise DecodeError(_NOT_TRANSCRIBED.format(kind=mime))
+        raise DecodeError(NOT_TRANSCRIBED.format(kind=mime))
     from unstructured.partition.auto import partition
 
     from . import images
@@ -213,19 +196,6 @@ def _partition(
         kwargs["extract_image_block_to_payload"] = True
     raw = partition(file=io.BytesIO(data), **kwargs)
     return [to_element(el) for el in raw]
-
-
-def _partition_legacy_office(data: bytes, mime: str, config: DecoderConfig, filename: str | None) -> list[Element]:
-    """A DOC or PPT converted by LibreOffice (within this parse's time and memory), then read as
-    the DOCX or PPTX it became: the same elements and pictures as that format gives."""
-    from . import limits as limits_module
-    from .formats import legacy_office
-
-    seconds_left, memory_mb = limits_module.budget()
-    converted = legacy_office.convert(data, mime, filename, seconds_left, memory_mb)
-    target = detect.LEGACY_OFFICE[mime]
-    formats.check_input(converted, target, limits_module.current())  # bombs, slide count
-    return _partition(converted, target, config, "fast", filename)
 
 
 def _describe_failure(exc: Exception, mime: str) -> str:
@@ -380,32 +350,6 @@ def _link_hierarchy(elements: list[Element]) -> None:
         element.parent_id = view.metadata.parent_id
 
 
-def _partition_email(data: bytes, config: DecoderConfig, strategy: str, notes: list[str]) -> Partitioned:
-    """The message body by unstructured; attachments by us (images stored, documents decoded)."""
-    from . import images
-
-    parts = images.split_email(data)
-    elements = _partition(parts.body, detect.EML, config, "fast", None)
-    for attachment in parts.attachments:
-        kind = detect.detect_mime(attachment.data, attachment.filename, None)
-        if kind.startswith("image/"):
-            continue
-        if transcribed_by_a_model(kind):
-            notes.append(f"attachment {attachment.filename!r} skipped: {_NOT_TRANSCRIBED.format(kind=kind)}")
-            continue
-        try:
-            inner = partition_bytes(
-                attachment.data,
-                kind,
-                DecoderConfig(strategy="fast" if kind != detect.PDF else "auto", languages=config.languages),
-                attachment.filename,
-            )
-        except (DecodeError, ConfigError) as exc:
-            notes.append(f"attachment {attachment.filename!r} skipped: {exc}")
-            continue
-        for el in inner.elements:
-            el.extra["attachment"] = attachment.filename
-            el.page_number = None
-        elements.extend(inner.elements)
-    elements = images.with_trailing_images(elements, images.email_images(parts), "eml")
-    return Partitioned(elements, strategy, notes)
+# What a family's own partition (Format.partition) calls back: this module's parse of a kind by
+# unstructured, the whole parse of an inner document, and the checks before parsing.
+PARSER = Parser(partition=_partition, partition_bytes=partition_bytes, check_input=formats.check_input)

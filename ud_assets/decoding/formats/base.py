@@ -10,7 +10,29 @@ if TYPE_CHECKING:
     from unstructured.documents.elements import Element as UnstructuredElement
 
     from ..limits import Limits
-    from ..model import Element
+    from ..model import DecoderConfig, Element, Partitioned
+
+
+# unstructured hands audio and video to a speech-to-text model (Whisper), which it downloads on
+# first use: never, here (the decoder is offline). They are refused, or skipped inside an e-mail
+# with the skip in the document's notes, rather than transcribed.
+NOT_TRANSCRIBED = "{kind} is not decoded: transcribing it needs a speech-to-text model, which ud never downloads"
+
+
+def transcribed_by_a_model(mime: str) -> bool:
+    """Whether unstructured would reach for a speech-to-text model to decode this kind."""
+    return mime.startswith(("audio/", "video/"))
+
+
+@dataclass(frozen=True)
+class Parser:
+    """What a family's own partition (Format.partition) is handed by partitioning (format-free):
+    unstructured's parse of bytes of a kind (data, kind, config, strategy, filename), the whole
+    parse of an inner document (data, kind, config, filename) and the checks before parsing."""
+
+    partition: Callable[[bytes, str, DecoderConfig, str, str | None], list[Element]]
+    partition_bytes: Callable[[bytes, str, DecoderConfig, str | None], Partitioned]
+    check_input: Callable[[bytes, str, Limits], None]
 
 
 @dataclass(frozen=True)
@@ -32,6 +54,8 @@ class Format:
     - `data_uri_images`: the kinds whose `<img src="data:...">` bytes unstructured is asked to keep.
     - `partition_text`: its own reader of decoded text (text, kind, metadata_filename) -> unstructured's
       elements, in place of unstructured's partition() (delimited).
+    - `partition`: its whole parse, in place of partitioning's (parser, data, kind, config, strategy,
+      notes, filename) -> Partitioned (e-mail: body and attachments; legacy Office: converted first).
     """
 
     name: str
@@ -45,6 +69,7 @@ class Format:
     add_images: Callable[[list[Element], bytes], list[Element]] | None = None
     data_uri_images: frozenset[str] = frozenset()
     partition_text: Callable[[str, str, str], Sequence[UnstructuredElement]] | None = None
+    partition: Callable[[Parser, bytes, str, DecoderConfig, str, list[str], str | None], Partitioned] | None = None
 
     def decodes(self, mime: str) -> bool:
         return mime in self.mime_types or mime.startswith(self.mime_prefixes)

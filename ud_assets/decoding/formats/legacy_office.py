@@ -40,8 +40,8 @@ from pathlib import Path
 from .. import detect
 from .. import limits as limits_module
 from ..limits import Limits
-from ..model import DecodeError, DecoderBug
-from .base import Format
+from ..model import DecodeError, DecoderBug, DecoderConfig, Partitioned
+from .base import Format, Parser
 
 # The filters unstructured uses (partition/doc.py, partition/ppt.py): the same conversion.
 TARGETS: dict[str, tuple[str, str]] = {
@@ -194,11 +194,30 @@ def check(data: bytes, mime: str, limits: Limits) -> None:
     limits_module.check_ole_kind(data, mime)
 
 
+def partition(
+    parser: Parser,
+    data: bytes,
+    mime: str,
+    config: DecoderConfig,
+    strategy: str,
+    notes: list[str],
+    filename: str | None,
+) -> Partitioned:
+    """A DOC or PPT converted by LibreOffice (within this parse's time and memory), then read as
+    the DOCX or PPTX it became: the same elements and pictures as that format gives."""
+    seconds_left, memory_mb = limits_module.budget()
+    converted = convert(data, mime, filename, seconds_left, memory_mb)
+    target = detect.LEGACY_OFFICE[mime]
+    parser.check_input(converted, target, limits_module.current())  # bombs, slide count
+    return Partitioned(parser.partition(converted, target, config, "fast", filename), strategy, notes)
+
+
 FORMAT = Format(
     name="legacy_office",
     logic_version="1",
     mime_types=frozenset({detect.DOC, detect.PPT}),
     warm_imports={detect.DOC: ("docx",), detect.PPT: ("pptx",)},  # read as the DOCX or PPTX they become
     page_labels={detect.PPT: "Slide"},
+    partition=partition,
     check=check,
 )
