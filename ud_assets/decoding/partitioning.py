@@ -68,7 +68,7 @@ def resolve_strategy(config: DecoderConfig, mime: str, data: bytes) -> str:
     installed locally). Other formats have their own parsers: their strategy is fast.
     """
     asked = config.strategy
-    ocr_capable = mime == detect.PDF or mime.startswith("image/")
+    ocr_capable = formats.family_of(mime).ocr
     if asked == "hi_res":
         if not ocr_capable:
             return "fast"

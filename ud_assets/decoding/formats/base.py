@@ -51,6 +51,8 @@ class Format:
       encrypted, too many pages, a bomb (formats.check_input, after the size).
     - `prepare`: its quirks before unstructured's partition() (data, kind) -> the bytes to parse.
     - `add_images`: the images it finds outside unstructured, placed among the elements.
+    - `ocr`: its documents may have no text layer: the strategies that read pixels (ocr_only,
+      hi_res) apply to them (partitioning.resolve_strategy); other families' parsers run as fast.
     - `data_uri_images`: the kinds whose `<img src="data:...">` bytes unstructured is asked to keep.
     - `partition_text`: its own reader of decoded text (text, kind, metadata_filename) -> unstructured's
       elements, in place of unstructured's partition() (delimited).
@@ -68,6 +70,7 @@ class Format:
     prepare: Callable[[bytes, str], bytes] | None = None
     add_images: Callable[[list[Element], bytes], list[Element]] | None = None
     data_uri_images: frozenset[str] = frozenset()
+    ocr: bool = False
     partition_text: Callable[[str, str, str], Sequence[UnstructuredElement]] | None = None
     partition: Callable[[Parser, bytes, str, DecoderConfig, str, list[str], str | None], Partitioned] | None = None
 

@@ -14,4 +14,6 @@ def check(data: bytes, mime: str, limits: Limits) -> None:
 
 
 # No warm_imports: a process about to decode an image warms every partitioner (isolation.warm_up).
-FORMAT = Format(name="image", logic_version="1", mime_types=frozenset(), mime_prefixes=("image/",), check=check)
+FORMAT = Format(
+    name="image", logic_version="1", mime_types=frozenset(), mime_prefixes=("image/",), check=check, ocr=True
+)

@@ -67,4 +67,5 @@ FORMAT = Format(
     page_labels={detect.PDF: "Page"},
     check=check,
     add_images=add_images,
+    ocr=True,
 )
