@@ -13,7 +13,7 @@ export TRANSFORMERS_OFFLINE := 1
 export DAGSTER_HOME ?= $(CURDIR)/.dagster_home
 export UD_HOME ?= $(CURDIR)/.ud
 
-APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc chromium libreoffice-writer-nogui libreoffice-impress-nogui tmux
+APT_PACKAGES := libmagic1 poppler-utils tesseract-ocr tesseract-ocr-eng pandoc chromium libreoffice-writer-nogui libreoffice-impress-nogui tmux strace
 PYTEST_ARGS ?=
 LIBRARY_DOCUMENTS ?= 1000000
 

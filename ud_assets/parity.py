@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -176,6 +177,29 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0][:160]}" if text else type(exc).__name__
 
 
+def _refuse_the_network() -> None:
+    """In the bare side's child: any connection or name lookup beyond loopback fails at once.
+    unstructured reaches for models it downloads on first use (Whisper for an e-mail's MP3); `ud
+    parity` never downloads anything, so such a file fails on the bare side, saying why."""
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "socket.connect" and isinstance(args[1], tuple):
+            host = str(args[1][0])
+        elif event in ("socket.getaddrinfo", "socket.gethostbyname"):
+            host = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
+        else:
+            return
+        if not host.startswith(("127.", "::1", "localhost")):
+            raise ConnectionRefusedError(f"ud parity runs unstructured offline ({event} {host})")
+
+    sys.addaudithook(hook)
+
+
+def _bare_offline(path: str) -> Side:
+    _refuse_the_network()
+    return _bare(path)
+
+
 def _bare_in_child(path: str) -> Side:
     """_bare in a forked child with the decoder's limits: a crash or a hang is this file's error."""
     from ud_assets.decoding.isolation import isolation_available, run_isolated
@@ -185,7 +209,7 @@ def _bare_in_child(path: str) -> Side:
     if not isolation_available():
         return _bare(path)
     try:
-        side, _stats = run_isolated(_bare, Limits.from_env(), path)
+        side, _stats = run_isolated(_bare_offline, Limits.from_env(), path)
     except DecodeError as exc:  # it timed out, ran out of memory or crashed
         return Side(False, str(exc))
     return side

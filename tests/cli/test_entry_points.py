@@ -259,3 +259,31 @@ def test_ud_parity_compares_in_a_fresh_process(tmp_path):
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert "2 files: unstructured decodes" in done.stdout and "; 0 regressions" in done.stdout, done.stdout
     assert network_attempts(tmp_path) == []
+
+
+def inet_connects(command: list[str], env: dict[str, str], cwd: Path) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run command under strace (every process it starts followed): its result and every connect()
+    it made to an IPv4 or IPv6 address, a DNS resolver's included. The kernel's view: an attempt no
+    Python hook saw (or a native library made) shows here too."""
+    trace = cwd / "connect.trace"
+    done = run(["strace", "-f", "-qq", "-e", "trace=connect", "-o", str(trace), *command], env, cwd)
+    calls = [line for line in trace.read_text().splitlines() if "AF_INET" in line]
+    return done, calls
+
+
+def test_no_process_connects_anywhere_for_an_audio_attachment(tmp_path):
+    """unstructured hands an e-mail's MP3 to Whisper, whose model it downloads: neither `ud decode` nor
+    `ud parity` (whose bare side runs unstructured as it is) makes a single network connection."""
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    shutil.copy(corpus_file("mail/unstructured-mime-attach-mp3.eml"), folder)
+    env = {k: v for k, v in plain_env(tmp_path, DO_NOT_TRACK="true").items() if k not in ("PYTHONPATH", "UD_NET_LOG")}
+    decoded, calls = inet_connects(
+        [str(BIN / "ud"), "decode", str(folder / "unstructured-mime-attach-mp3.eml")], env, tmp_path
+    )
+    assert decoded.returncode == 0, decoded.stderr[-2000:]
+    assert calls == []
+    compared, calls = inet_connects([str(BIN / "ud"), "parity", str(folder)], env, tmp_path)
+    assert compared.returncode == 0, (compared.stdout + compared.stderr)[-2000:]
+    assert "1 ud only; 0 regressions" in compared.stdout  # bare unstructured fails on it, offline
+    assert calls == [], calls
