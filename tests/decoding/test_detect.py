@@ -71,6 +71,12 @@ README_MD = b'<table><tr><td><img src="logo.png"></td></tr></table>\n\n# Project
         # libmagic's guess at the kind of a text comes last: a README that opens with HTML tags.
         (README_MD, "README.md", None, detect.MARKDOWN),
         (README_MD, None, None, detect.HTML),
+        # ...but never over an extension that names plain text (pandoc's testsuite.txt: Markdown
+        # with a few tags, which the HTML partitioner would cut short).
+        (README_MD, "README.txt", None, detect.PLAIN),
+        # RTF without its {\rtf1 header, as pandoc writes fragments: the extension and "{\" say RTF.
+        (b"{\\pard \\ql \\f0 \\sa180 Simple table\\par}\n", "tables.rtf", None, detect.RTF),
+        (b"Plain words in a file named .rtf\n", "notes.rtf", None, detect.PLAIN),
         # A generic declared kind is narrowed; a specific one is kept even when the bytes disagree.
         (b"# Title\n\nText.\n", "notes.md", "text/plain", detect.MARKDOWN),
         (b"# Title\n\nText.\n", "notes.md", "application/octet-stream", detect.MARKDOWN),

@@ -159,6 +159,20 @@ def test_mislabeled_documents(make, mime, expected):
     assert refused(make(), mime) == expected
 
 
+def test_a_doc_of_no_kind_we_know_goes_to_libreoffice():
+    """An older word processor's file named .doc (WordPerfect 4.2 in Tika's corpus): LibreOffice
+    reads it by its content, as it does for bare unstructured; a DOC whose bytes are another kind
+    we know is still mislabeled."""
+    wordperfect = b"\xffWPC" + bytes(range(256)) * 4
+    check_input(wordperfect, detect.DOC, DEFAULT)
+    assert refused(docgen.pdf_text(), detect.DOC) == "declared as DOC but the bytes are PDF"
+
+
+def test_an_rtf_fragment_passes_and_text_named_rtf_does_not():
+    check_input(b"{\\pard \\ql Simple table\\par}\n", detect.RTF, DEFAULT)
+    assert refused(b"Plain words\n", detect.RTF) == "declared as RTF but the bytes are TXT"
+
+
 @pytest.mark.parametrize(
     "mime,label",
     [

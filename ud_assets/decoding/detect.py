@@ -9,7 +9,11 @@ One rule (`detect_mime`) combines the witnesses of a document's kind, in this or
    any other root after an XML declaration: XML), the streams of an OLE2 container (DOC, PPT, XLS);
 4. the file name's extension;
 5. libmagic's guess at a kind of text (text/html, text/csv, application/json...), a guess made
-   from a few tags or commas anywhere in the first bytes.
+   from a few tags or commas anywhere in the first bytes; never over an extension that names plain
+   text (a .txt is text, whatever tags it mentions).
+
+One exception to "text never becomes a binary kind": an .rtf whose text opens with "{\\" is RTF,
+such as the fragments without a {\\rtf1 header that pandoc writes.
 
 Each witness may only *narrow* the answer of those before it: it replaces that answer when the
 answer is generic and the witness names a kind inside it (`NARROWS`: octet-stream → anything,
@@ -198,8 +202,11 @@ def detect_mime(data: bytes, filename: str | None = None, declared: str | None =
     kind = narrow(kind, PLAIN if textual else guess)
     if data:
         kind = narrow(kind, from_content(data))
-    kind = narrow(kind, from_extension(filename))
-    if textual:
+    named = from_extension(filename)
+    kind = narrow(kind, named)
+    if kind == PLAIN and named == RTF and data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{\\"):
+        kind = RTF  # RTF without its {\rtf1 header (pandoc writes such fragments): libmagic says text
+    if textual and named != PLAIN:  # a .txt is plain text, whatever tags libmagic spots in it
         kind = narrow(kind, guess)
     if kind.startswith("text/") and kind not in _KNOWN:
         kind = PLAIN  # libmagic's guesses at a programming language (text/x-c...): text

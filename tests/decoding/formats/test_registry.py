@@ -45,6 +45,8 @@ def _bump(monkeypatch, name: str, version: str) -> None:
 
 def test_a_generation_records_its_familys_version(monkeypatch):
     shared = formats.SHARED_LOGIC_VERSION
+    for family in formats.FAMILIES:  # from where every family is at its first version
+        _bump(monkeypatch, family.name, "1")
     assert formats.decoder_version(detect.PDF) == f"{shared}.pdf-1"
     assert formats.versions_label() == shared  # every family at its first version
     _bump(monkeypatch, "pdf", "2")
@@ -68,3 +70,11 @@ def test_a_generation_records_its_familys_version(monkeypatch):
 )
 def test_which_recorded_versions_are_current(recorded, label, current):
     assert formats.is_current(recorded, label) is current
+
+
+def test_the_families_bumped_so_far_name_themselves_in_the_label():
+    """text 2 (a .txt is text; RTF fragments), legacy_office 2 (a .doc of no known kind goes to
+    LibreOffice): their documents, and theirs alone, are due after this upgrade."""
+    assert formats.versions_label() == f"{formats.SHARED_LOGIC_VERSION}.legacy_office-2.text-2"
+    assert formats.is_current(f"{formats.SHARED_LOGIC_VERSION}.pdf-1", formats.versions_label())
+    assert not formats.is_current(f"{formats.SHARED_LOGIC_VERSION}.text-1", formats.versions_label())

@@ -189,9 +189,12 @@ def _reason(status: int, output: str) -> str:
 
 
 def check(data: bytes, mime: str, limits: Limits) -> None:
-    if not data.startswith(detect.OLE2_MAGIC):
+    if data.startswith(detect.OLE2_MAGIC):
+        limits_module.check_ole_kind(data, mime)
+    elif detect.detect_mime(data) != detect.OCTET:  # a kind we know, under another name
         limits_module.mislabeled(mime, data)
-    limits_module.check_ole_kind(data, mime)
+    # Else bytes of no kind we know: LibreOffice reads many older word processors' files by their
+    # content (WordPerfect, Works...), as it does for bare unstructured's .doc.
 
 
 def partition(
@@ -214,7 +217,8 @@ def partition(
 
 FORMAT = Format(
     name="legacy_office",
-    logic_version="1",
+    # 2: a .doc of no kind we know (WordPerfect 4.2) goes to LibreOffice instead of being refused.
+    logic_version="2",
     mime_types=frozenset({detect.DOC, detect.PPT}),
     warm_imports={detect.DOC: ("docx",), detect.PPT: ("pptx",)},  # read as the DOCX or PPTX they become
     page_labels={detect.PPT: "Slide"},
