@@ -54,7 +54,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Protocol
 
-from resources.librarian import check_id, now_utc
+from resources.librarian import HashingReader, check_id, now_utc
 from resources.model import DocumentMetadata, Librarian, LibrarianError
 from ud_assets.defs.keys import partition_key_problem
 
@@ -374,24 +374,6 @@ def _failure(e: BaseException) -> str:
     return f"cannot read: {' '.join(str(e).split())}"
 
 
-class _HashingReader:
-    """Streams a large file to the object store, hashing what passes (compared with the first read's hash after)."""
-
-    def __init__(self, f: BinaryIO):
-        self._f, self._sha, self.size = f, hashlib.sha256(), 0
-
-    def read(self, n: int = -1, /) -> bytes:
-        data = self._f.read(n)
-        if data:
-            self._sha.update(data)
-            self.size += len(data)
-        return data
-
-    @property
-    def sha256(self) -> str:
-        return self._sha.hexdigest()
-
-
 class Importer:
     """One import run into one librarian (several sources share its content index and summary)."""
 
@@ -509,7 +491,7 @@ class Importer:
             return ""
         try:
             with source.open(loaded.entry) as f:
-                reader = _HashingReader(f)
+                reader = HashingReader(f)  # counts and hashes what the store reads, in order
                 self.librarian.objects.put(object_id, reader, loaded.kind)
         except LibrarianError:
             raise
