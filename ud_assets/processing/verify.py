@@ -11,6 +11,7 @@ missing object rows of those that lack only them (no decoding again).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterator
@@ -107,6 +108,23 @@ def verify(librarian: Librarian, generation: Generation, write_object_rows: bool
         result.objects = sum(present) + 1  # and the elements object, read above
         if not all(present):
             result.fail(f"{present.count(False)} of {len(objects)} objects missing")
+        # Content, not only presence: each child's bytes against the digest its row recorded when
+        # the run stored them, and each page's or section's text against the document's text at
+        # its offsets (rebuilt above from the stored elements).
+        kept = [c for c, here in zip(rows.values(), present[1:], strict=True) if here]
+        texts = {s.id: s.text for s in built.sections}
+
+        def differs(row: DocumentMetadata) -> str | None:
+            payload = b"".join(lib.objects.open(row.object_id))
+            if hashlib.sha256(payload).hexdigest() != row.sha256:
+                return f"{row.id} (its bytes are not those stored)"
+            if row.id in texts and payload.decode("utf-8", errors="replace") != texts[row.id]:
+                return f"{row.id} (its text is not the document's at its offsets)"
+            return None
+
+        changed = [d for d in pool.map(differs, kept) if d is not None]
+        if changed:
+            result.fail(f"{len(changed)} objects changed since they were stored, e.g. {changed[0]}")
 
         quads = [to_quad(t) for t in build_triples(attempt.info, built.sections, built.images)]
         expected = Counter(q.s for q in quads)
