@@ -64,19 +64,6 @@ def copy_public(folder: Path) -> dict[str, Path]:
     return out
 
 
-@pytest.fixture
-def env(store_settings, monkeypatch):
-    """Point the CLI's environment (this process's and subprocesses') at the librarian under test."""
-    s = store_settings
-    monkeypatch.setenv("UD_WORKSPACE", s.workspace)
-    if s.backend == "embedded":
-        monkeypatch.delenv("CASSANDRA_HOST", raising=False)
-        monkeypatch.setenv("UD_HOME", s.home)
-    else:
-        monkeypatch.setenv("UD_BUCKET", s.bucket)
-    return s
-
-
 def open_lib(settings):
     from resources.settings import open_librarian
 

@@ -8,8 +8,6 @@ import subprocess
 import sys
 import uuid
 
-import pytest
-
 from ud_assets.cli.librarian import add_librarian_parser
 
 PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
@@ -20,19 +18,6 @@ def ud(*argv: str) -> int:
     add_librarian_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(list(argv))
     return args.handler(args)
-
-
-@pytest.fixture
-def env(store_settings, monkeypatch):
-    """Point the CLI's environment at the librarian under test."""
-    s = store_settings
-    monkeypatch.setenv("UD_WORKSPACE", s.workspace)
-    if s.backend == "embedded":
-        monkeypatch.delenv("CASSANDRA_HOST", raising=False)
-        monkeypatch.setenv("UD_HOME", s.home)
-    else:
-        monkeypatch.setenv("UD_BUCKET", s.bucket)
-    return s
 
 
 def one_line_error(capsys, *fragments: str) -> str:
