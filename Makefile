@@ -104,7 +104,7 @@ snapshot: setup
 # the lock changes. Everything is installed here: the bench runs it offline.
 INGEST_VENV := .venv-ingest
 INGEST_VERSION := 1.12.0
-INGEST_STAMP := $(INGEST_VENV)/.installed
+INGEST_STAMP := $(INGEST_VENV)/.installed-s3
 bench-setup: $(INGEST_STAMP)
 
 $(INGEST_STAMP): uv.lock packaging/en_core_web_sm/pyproject.toml
@@ -113,10 +113,13 @@ $(INGEST_STAMP): uv.lock packaging/en_core_web_sm/pyproject.toml
 	@rm -rf $(INGEST_VENV) && uv venv -q --python $(PYTHON_VERSION) $(INGEST_VENV)
 	@uv export --frozen --no-hashes --no-emit-project --no-emit-local --format requirements.txt -q \
 	  -o $(INGEST_VENV)/constraints.txt
+	@# The peer's s3 destination (bench.ingest) needs s3fs with aiobotocore, which pins its own botocore:
+	@# the project's boto pins are dropped from the peer's constraints (it decodes with the same unstructured).
+	@sed -i -E '/^(boto3|botocore|s3transfer|s3fs)==/d' $(INGEST_VENV)/constraints.txt
 	@unstructured=$$(sed -n 's/^unstructured==\([^ ;]*\).*/\1/p' $(INGEST_VENV)/constraints.txt); \
 	uv pip install -q --python $(INGEST_VENV)/bin/python -c $(INGEST_VENV)/constraints.txt \
-	  "unstructured-ingest==$(INGEST_VERSION)" "unstructured[all-docs]==$$unstructured" ./packaging/en_core_web_sm
-	@DO_NOT_TRACK=true $(INGEST_VENV)/bin/python -c "import en_core_web_sm, magic, unstructured_ingest" \
+	  "unstructured-ingest[s3]==$(INGEST_VERSION)" "unstructured[all-docs]==$$unstructured" ./packaging/en_core_web_sm
+	@DO_NOT_TRACK=true $(INGEST_VENV)/bin/python -c "import en_core_web_sm, magic, s3fs, unstructured_ingest" \
 	  || { echo "bench-setup: unstructured-ingest, the offline spaCy model or libmagic missing"; exit 1; }
 	@touch $@
 

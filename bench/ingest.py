@@ -54,13 +54,22 @@ def missing_message(venv: Path = INGEST_VENV) -> str | None:
 
 
 def command(
-    ingest: Path, input_dir: Path, output_dir: Path, work_dir: Path, workers: int, isolate: list[str] | None = None
+    ingest: Path,
+    input_dir: Path,
+    output_dir: Path,
+    work_dir: Path,
+    workers: int,
+    isolate: list[str] | None = None,
+    destination: list[str] | None = None,
+    chunking: str | None = None,
 ) -> list[str]:
     """The CLI line a user would type, with its caches in work_dir instead of ~/.cache.
 
-    The destination is the `local` subcommand (its --output-dir): unstructured-ingest 1.x takes the
-    source's options first, then a destination and its own options. --reprocess: nothing is skipped
-    because an earlier run left output (each run has fresh folders anyway)."""
+    The destination is the `local` subcommand (its --output-dir) unless `destination` gives another
+    (its subcommand and options: sqlite_destination, s3_destination): unstructured-ingest 1.x takes
+    the source's options first, then a destination and its own options. chunking: the source's
+    --chunking-strategy (the like-for-like runs chunk by_title, as the graph does). --reprocess:
+    nothing is skipped because an earlier run left output (each run has fresh folders anyway)."""
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     return [
@@ -71,15 +80,117 @@ def command(
         str(input_dir),
         "--strategy",
         STRATEGY,
+        *(["--chunking-strategy", chunking] if chunking else []),
         "--num-processes",
         str(workers),
         "--work-dir",
         str(work_dir),
         "--reprocess",
-        "local",
-        "--output-dir",
-        str(output_dir),
+        *(destination or ["local", "--output-dir", str(output_dir)]),
     ]
+
+
+# unstructured-ingest's own `elements` table for its sqlite destination, as its integration tests
+# create it (Unstructured-IO/unstructured-ingest, test/integration/connectors/env_setup/sql/sqlite/
+# destination/sqlite-schema.sql; the wheel ships no SQLite schema): the uploader writes the columns
+# of its staged elements that the table has.
+SQLITE_ELEMENTS_COLUMNS = (
+    ("id", "TEXT PRIMARY KEY"),
+    ("record_id", "TEXT"),
+    ("element_id", "TEXT"),
+    ("text", "TEXT"),
+    ("embeddings", "TEXT"),
+    ("type", "TEXT"),
+    ("system", "TEXT"),
+    ("layout_width", "REAL"),
+    ("layout_height", "REAL"),
+    ("points", "TEXT"),
+    ("url", "TEXT"),
+    ("version", "TEXT"),
+    ("date_created", "TEXT"),
+    ("date_modified", "TEXT"),
+    ("date_processed", "TEXT"),
+    ("permissions_data", "TEXT"),
+    ("record_locator", "TEXT"),
+    ("category_depth", "INTEGER"),
+    ("parent_id", "TEXT"),
+    ("attached_filename", "TEXT"),
+    ("filetype", "TEXT"),
+    ("last_modified", "TEXT"),
+    ("file_directory", "TEXT"),
+    ("filename", "TEXT"),
+    ("languages", "TEXT"),
+    ("page_number", "TEXT"),
+    ("links", "TEXT"),
+    ("page_name", "TEXT"),
+    ("link_urls", "TEXT"),
+    ("link_texts", "TEXT"),
+    ("sent_from", "TEXT"),
+    ("sent_to", "TEXT"),
+    ("subject", "TEXT"),
+    ("section", "TEXT"),
+    ("header_footer_type", "TEXT"),
+    ("emphasized_text_contents", "TEXT"),
+    ("emphasized_text_tags", "TEXT"),
+    ("text_as_html", "TEXT"),
+    ("regex_metadata", "TEXT"),
+    ("detection_class_prob", "DECIMAL"),
+)
+CHUNKING = "by_title"  # the like-for-like runs' chunking, the graph's own
+
+
+def sqlite_schema() -> str:
+    columns = ",\n".join(f"    {name} {kind}" for name, kind in SQLITE_ELEMENTS_COLUMNS)
+    return f"CREATE TABLE elements (\n{columns}\n);\n"
+
+
+def create_sqlite_database(path: Path) -> Path:
+    """An empty database with the `elements` table (the destination refuses a missing file)."""
+    import sqlite3
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(path) as connection:
+        connection.executescript(sqlite_schema())
+    connection.close()
+    return path
+
+
+def sqlite_destination(database: Path) -> list[str]:
+    return ["sqlite", "--database-path", str(database), "--table-name", "elements"]
+
+
+def s3_destination(remote_url: str, endpoint_url: str, key: str, secret: str) -> list[str]:
+    return ["s3", "--remote-url", remote_url, "--endpoint-url", endpoint_url, "--key", key, "--secret", secret]
+
+
+def redacted(line: list[str]) -> list[str]:
+    """The command line with the value after --secret hidden (it goes into the JSON figures)."""
+    return [("***" if i and line[i - 1] == "--secret" else part) for i, part in enumerate(line)]
+
+
+def sqlite_stored(database: Path) -> dict:
+    """What the sqlite destination holds: rows of `elements`, documents (record ids), file bytes."""
+    import sqlite3
+
+    connection = sqlite3.connect(database)
+    try:
+        rows, records = connection.execute("SELECT count(*), count(DISTINCT record_id) FROM elements").fetchone()
+    finally:
+        connection.close()
+    return {"rows": rows, "documents": records, "bytes": database.stat().st_size}
+
+
+def s3_stored(bucket: str, prefix: str) -> dict:
+    """What the s3 destination wrote under prefix: objects (one JSON per document), bytes."""
+    from resources.s3 import make_client
+
+    objects = size = 0
+    for page in make_client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for entry in page.get("Contents", []):
+            if entry["Key"].endswith(".json"):
+                objects += 1
+                size += entry["Size"]
+    return {"objects": objects, "documents": objects, "bytes": size}
 
 
 def child_env(base: dict[str, str]) -> dict[str, str]:
@@ -169,6 +280,56 @@ def run(runner, ingest: Path, folder: Path, corpus: list[str], run_dir: Path, wo
         "network_isolated": bool(isolate),
         "log": str(log_path),
         **outcome(corpus, output_dir, work_dir, log_text),
+    }
+
+
+def run_to(
+    runner,
+    ingest: Path,
+    folder: Path,
+    corpus: list[str],
+    run_dir: Path,
+    workers: int,
+    destination: str,
+    bucket: str = "",
+) -> dict:
+    """One timed like-for-like run, chunked by_title, into the sqlite destination (a fresh database
+    with unstructured-ingest's own `elements` table) or the s3 one (s3://bucket/<run folder name>/
+    on the MinIO of AWS_ENDPOINT_URL_S3). Not network-isolated: the s3 destination needs MinIO,
+    and the sqlite run is kept alike (the offline variables still apply). Returns the process
+    figures, the command line (secret hidden), and what it stored."""
+    import os
+
+    work_dir, log_path = run_dir / "work", run_dir / "ingest.log"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if destination == "sqlite":
+        database = create_sqlite_database(run_dir / "elements.db")
+        target = sqlite_destination(database)
+    elif destination == "s3":
+        prefix = run_dir.name
+        target = s3_destination(
+            f"s3://{bucket}/{prefix}",
+            os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ["AWS_ENDPOINT_URL"],
+            os.environ["AWS_ACCESS_KEY_ID"],
+            os.environ["AWS_SECRET_ACCESS_KEY"],
+        )
+    else:
+        raise ValueError(f"unknown destination {destination!r}")
+    line = command(ingest, folder, run_dir / "out", work_dir, workers, destination=target, chunking=CHUNKING)
+    sample = runner.command(
+        f"unstructured_ingest_{destination}", line, env=child_env(runner.env), log_path=log_path, check=False
+    )
+    stored = sqlite_stored(database) if destination == "sqlite" else s3_stored(bucket, prefix + "/")
+    log_text = log_path.read_text(errors="replace") if log_path.exists() else ""
+    return {
+        **sample,
+        "command": redacted(line),
+        "destination": destination,
+        "workers": workers,
+        "log": str(log_path),
+        "stored": stored,
+        "documents": len(corpus),
+        "failures": logged_failures(log_text, work_dir),
     }
 
 

@@ -59,6 +59,62 @@ TARGETS = (
         0.9,
         "small documents: graph_total_s (default parse workers) / unstructured-ingest's ingest_s",
     ),
+    # Issue #28: like for like (the peer chunks by_title into a database too), CPU apart from the
+    # servers', and the embedded default where no server shares the cores.
+    Target(
+        "embedded_vs_ingest_sqlite_corpus",
+        "max",
+        0.9,
+        "graph on the embedded librarian / unstructured-ingest by_title into sqlite (fresh processes)",
+    ),
+    Target(
+        "embedded_vs_ingest_sqlite_small",
+        "max",
+        0.9,
+        "small documents: graph on the embedded librarian / unstructured-ingest by_title into sqlite",
+    ),
+    Target(
+        "services_vs_ingest_s3_corpus",
+        "max",
+        0.9,
+        "graph on MinIO + Cassandra / unstructured-ingest by_title into s3 on the same MinIO (fresh processes)",
+    ),
+    Target(
+        "services_vs_ingest_s3_small",
+        "max",
+        0.9,
+        "small documents: graph on MinIO + Cassandra / unstructured-ingest by_title into s3",
+    ),
+    Target(
+        "cpu_graph_over_bare_median_ms",
+        "max",
+        25,
+        "small documents: graph's own CPU per document - bare partition()'s, median (/proc, ms)",
+    ),
+    Target(
+        "cpu_graph_over_bare_p95_ms",
+        "max",
+        60,
+        "small documents: graph's own CPU per document p95 - bare partition()'s p95 (/proc, ms)",
+    ),
+    Target(
+        "embedded_one_worker_vs_raw",
+        "max",
+        1.15,
+        "small documents, embedded librarian: graph_s with one parse worker / raw_warm_s",
+    ),
+    Target(
+        "embedded_default_workers_vs_raw",
+        "max",
+        0.75,
+        "small documents, embedded librarian: graph_s with the default parse workers / raw_warm_s",
+    ),
+    Target(
+        "embedded_overhead_median_ms",
+        "max",
+        40,
+        "small documents, embedded librarian: median of (graph document time - bare partition time)",
+    ),
 )
 
 
@@ -127,6 +183,15 @@ def figures_and_verdicts(figures: dict) -> dict:
         "small_overhead_median_ms": figures.get("small_overhead_median_ms"),
         "graph_vs_ingest": ratio(figures.get("graph_total_s"), figures.get("ingest_s")),
         "small_graph_vs_ingest": ratio(figures.get("small_graph_total_s"), figures.get("small_ingest_s")),
+        "embedded_vs_ingest_sqlite_corpus": _nested(figures, "like_for_like", "embedded_vs_ingest_sqlite", "corpus"),
+        "embedded_vs_ingest_sqlite_small": _nested(figures, "like_for_like", "embedded_vs_ingest_sqlite", "small"),
+        "services_vs_ingest_s3_corpus": _nested(figures, "like_for_like", "services_vs_ingest_s3", "corpus"),
+        "services_vs_ingest_s3_small": _nested(figures, "like_for_like", "services_vs_ingest_s3", "small"),
+        "cpu_graph_over_bare_median_ms": _nested(figures, "cpu_per_document_ms", "graph_over_bare_median"),
+        "cpu_graph_over_bare_p95_ms": _nested(figures, "cpu_per_document_ms", "graph_over_bare_p95"),
+        "embedded_one_worker_vs_raw": _nested(figures, "embedded_small", "one_worker_vs_raw"),
+        "embedded_default_workers_vs_raw": _nested(figures, "embedded_small", "default_workers_vs_raw"),
+        "embedded_overhead_median_ms": _nested(figures, "embedded_small", "overhead_median_ms"),
     }
     return {
         t.figure: {
@@ -137,6 +202,16 @@ def figures_and_verdicts(figures: dict) -> dict:
         }
         for t in TARGETS
     }
+
+
+def _nested(figures: dict, *path: str) -> float | None:
+    """figures[path[0]][path[1]]..., None when any level is missing or None."""
+    value: object = figures
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value if isinstance(value, (int, float)) else None
 
 
 def fmt(value, unit: str = "") -> str:
@@ -191,7 +266,13 @@ ROWS = (
     ("small_ingest_failed", "small documents: unstructured-ingest, documents failed", ""),
 )
 
-UNITS = {"triples_per_s": "/s", "small_overhead_median_ms": " ms"}  # the rest are ratios
+UNITS = {  # the rest are ratios
+    "triples_per_s": "/s",
+    "small_overhead_median_ms": " ms",
+    "cpu_graph_over_bare_median_ms": " ms",
+    "cpu_graph_over_bare_p95_ms": " ms",
+    "embedded_overhead_median_ms": " ms",
+}
 
 
 def table_rows(figures: dict, verdicts: dict) -> list[tuple[str, str, str, str]]:

@@ -44,10 +44,11 @@ from importlib.metadata import version
 from pathlib import Path
 
 from bench import corpus as corpus_mod
+from bench import cpu as cpu_mod
 from bench import ingest as ingest_mod
 from bench import report
 from bench.processes import CHILD_ENV, Runner, cold_partition_command
-from bench.services import Footprint
+from bench.services import Footprint, upload_embedded
 
 BUSY_CORES = 0.25  # other processes using more CPUs than this during a bare-library measurement: noisy
 
@@ -153,7 +154,16 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
     env = {**os.environ, **CHILD_ENV, "UD_BATCH_SIZE": str(len(keys) + 1)}
     env.pop("UD_WORKSPACE", None)
     runner = Runner(workdir, env)
-    samples: dict[str, list] = {"raw": [], "graph": [], "upload": [], "cold": [], "ingest": []}
+    samples: dict[str, list] = {
+        "raw": [],
+        "graph": [],
+        "upload": [],
+        "cold": [],
+        "ingest": [],
+        "embedded": [],
+        "ingest_sqlite": [],
+        "ingest_s3": [],
+    }
     warmup_key = "ud-bench-warmup.pdf"  # its own workspace, and a name no corpus file is likely to have
 
     for round_ in range(1, args.repeat + 1):
@@ -180,6 +190,25 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
         )
         if args.ingest:
             samples["ingest"].append(run_ingest(args, runner, folder, paths, workdir / f"ingest-{round_}", suffix))
+        if args.like_for_like:
+            log(f"graph: decode_documents over {len(keys)} partitions on the embedded librarian{suffix}")
+            samples["embedded"].append(
+                graph_run(runner, footprint, keys, warmup, f"ge{round_}", workdir / f"embedded-{round_}")
+            )
+            if args.ingest:
+                for destination in ("sqlite", "s3"):
+                    samples[f"ingest_{destination}"].append(
+                        run_ingest_to(
+                            args,
+                            runner,
+                            folder,
+                            paths,
+                            workdir / f"ingest-{destination}-{round_}",
+                            destination,
+                            footprint.bucket,
+                            suffix,
+                        )
+                    )
 
         log(f"cold: python -c partition({upload_file.name}){suffix}")
         samples["cold"].append(runner.command("cold_partition", cold_partition_command(str(upload_file))))
@@ -237,9 +266,14 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
     triples = runner.worker("triples", {"workspace": ws_triples, "bucket": footprint.bucket, "count": args.triples})
 
     result = compute(samples, large_graph, large_bare, triples, corpus_info, keys)
+    result["like_for_like_corpus"] = like_for_like_side(samples["graph"], samples["embedded"], samples)
     if small is not None:
         result["figures"].update(small["figures"])
-        result["targets"] = report.figures_and_verdicts(result["figures"])
+    result["figures"]["like_for_like"] = like_for_like(
+        result["like_for_like_corpus"], small["like_for_like"] if small else None
+    )
+    result["targets"] = report.figures_and_verdicts(result["figures"])
+    if small is not None:
         result["small_documents"] = small
     return result
 
@@ -249,6 +283,62 @@ def parse_workers(env: dict) -> int:
     from ud_assets.decoding.limits import Limits
 
     return Limits.from_env(env).workers
+
+
+def graph_run(
+    runner: Runner,
+    footprint: Footprint,
+    keys: dict[str, Path],
+    warmup: Path,
+    name: str,
+    embedded_home: Path | None = None,
+) -> dict:
+    """The graph over keys in a fresh worker (after its warm-up run over the warm-up document), on
+    MinIO + Cassandra (fresh workspaces of footprint) or on the embedded librarian in a fresh
+    folder embedded_home; with the CPU MinIO and Cassandra spent meanwhile (servers_cpu_s, /proc)."""
+    warmup_key = "ud-bench-warmup.pdf"
+    ws_warm, ws = footprint.workspace(f"{name}w"), footprint.workspace(name)
+    if embedded_home is not None:
+        upload_embedded(embedded_home, ws_warm, {warmup_key: warmup})
+        upload_embedded(embedded_home, ws, keys)
+    else:
+        footprint.upload(ws_warm, {warmup_key: warmup})
+        footprint.upload(ws, keys)
+    servers = cpu_mod.service_pids()
+    before = cpu_mod.snapshot(servers)
+    sample = runner.worker(
+        "graph",
+        {
+            "workspace": ws,
+            "bucket": footprint.bucket,
+            "keys": list(keys),
+            "warmup_workspace": ws_warm,
+            "warmup_key": warmup_key,
+            "home": str(embedded_home) if embedded_home is not None else "",
+        },
+        dagster=True,
+    )
+    sample["servers_cpu_s"] = cpu_mod.delta(before, cpu_mod.snapshot(servers))
+    return sample
+
+
+def run_ingest_to(
+    args, runner: Runner, folder: Path, paths: list[Path], run_dir: Path, destination: str, bucket: str, suffix: str
+) -> dict:
+    """The peer like for like: chunked by_title into its sqlite or s3 destination (bench.ingest.run_to)."""
+    workers = parse_workers(runner.env)
+    log(f"ingest: unstructured-ingest --chunking-strategy by_title into {destination} over {len(paths)} files{suffix}")
+    servers = cpu_mod.service_pids()
+    before = cpu_mod.snapshot(servers)
+    sample = ingest_mod.run_to(
+        runner, args.ingest, folder, [p.name for p in paths], run_dir, workers, destination, bucket
+    )
+    sample["servers_cpu_s"] = cpu_mod.delta(before, cpu_mod.snapshot(servers))
+    log(
+        f"ingest ({destination}): {sample['process']['wall_s']:.1f} s, stored {sample['stored']}, "
+        f"{len(sample['failures'])} failed (exit {sample['process']['exit_code']})"
+    )
+    return sample
 
 
 def run_ingest(args, runner: Runner, folder: Path, paths: list[Path], run_dir: Path, suffix: str) -> dict:
@@ -266,22 +356,32 @@ def run_ingest(args, runner: Runner, folder: Path, paths: list[Path], run_dir: P
 def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
     """Many small ordinary documents: the graph's fixed cost per document, which a library pays.
 
-    Each round: the bare partition() loop, then the graph with one parse worker (nothing hidden by
-    parallelism) and with the default workers, each in a warm worker over a fresh workspace, then
-    unstructured-ingest with as many processes as the default workers."""
+    Each round: the bare partition() loop; the graph with one parse worker (nothing hidden by
+    parallelism) and with the default workers, each in a fresh worker over a fresh workspace, on
+    MinIO + Cassandra and on the embedded librarian (with --like-for-like); then
+    unstructured-ingest with as many processes as the default workers: into JSON files, and
+    (--like-for-like) chunked into its sqlite and s3 destinations."""
     folder = workdir / "small"
     log(f"small documents: generating {args.small_docs} (every format, 1-3 pages or screens each)")
     generated = corpus_mod.generate_small(folder, args.small_docs)
     paths = sorted(folder.iterdir())
     keys = document_keys(paths)
     warmup = corpus_mod.write_warmup(workdir)
-    warmup_key = "ud-bench-warmup.pdf"
     small_env = {**env, "UD_BATCH_SIZE": str(len(keys) + 1)}
     runners = {
         "1worker": Runner(workdir, {**small_env, "UD_PARSE_WORKERS": "1"}),
         "default": Runner(workdir, {k: v for k, v in small_env.items() if k != "UD_PARSE_WORKERS"}),
     }
-    samples: dict[str, list] = {"raw": [], "1worker": [], "default": [], "ingest": []}
+    samples: dict[str, list] = {
+        "raw": [],
+        "1worker": [],
+        "default": [],
+        "ingest": [],
+        "embedded_1worker": [],
+        "embedded_default": [],
+        "ingest_sqlite": [],
+        "ingest_s3": [],
+    }
     for round_ in range(1, args.repeat + 1):
         suffix = f" (round {round_}/{args.repeat})" if args.repeat > 1 else ""
         log(f"small documents: partition() over {len(paths)} files in one warm process{suffix}")
@@ -289,27 +389,32 @@ def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
             runners["default"].worker("raw", {"files": [str(p) for p in paths], "warmup": str(warmup)})
         )
         for name, runner in runners.items():
-            ws_warm, ws = footprint.workspace(f"sw{name[0]}{round_}"), footprint.workspace(f"s{name[0]}{round_}")
-            footprint.upload(ws_warm, {warmup_key: warmup})
-            footprint.upload(ws, keys)
             log(f"small documents: the graph over {len(keys)} partitions, parse workers {name}{suffix}")
-            samples[name].append(
-                runner.worker(
-                    "graph",
-                    {
-                        "workspace": ws,
-                        "bucket": footprint.bucket,
-                        "keys": list(keys),
-                        "warmup_workspace": ws_warm,
-                        "warmup_key": warmup_key,
-                    },
-                    dagster=True,
+            samples[name].append(graph_run(runner, footprint, keys, warmup, f"s{name[0]}{round_}"))
+            if args.like_for_like:
+                log(f"small documents: the graph on the embedded librarian, parse workers {name}{suffix}")
+                home = workdir / f"small-embedded-{name}-{round_}"
+                samples[f"embedded_{name}"].append(
+                    graph_run(runner, footprint, keys, warmup, f"e{name[0]}{round_}", home)
                 )
-            )
         if args.ingest:
             samples["ingest"].append(
                 run_ingest(args, runners["default"], folder, paths, workdir / f"small-ingest-{round_}", suffix)
             )
+            if args.like_for_like:
+                for destination in ("sqlite", "s3"):
+                    samples[f"ingest_{destination}"].append(
+                        run_ingest_to(
+                            args,
+                            runners["default"],
+                            folder,
+                            paths,
+                            workdir / f"small-ingest-{destination}-{round_}",
+                            destination,
+                            footprint.bucket,
+                            suffix,
+                        )
+                    )
     return compute_small(samples, keys, generated)
 
 
@@ -342,8 +447,13 @@ def compute_small(samples: dict, keys: dict, generated: list[dict]) -> dict:
         "small_ingest_empty": ingest["empty"] if ingest else None,
         "small_ingest_failed": ingest["failed"] if ingest else None,
     }
+    figures["cpu_per_document_ms"] = cpu_per_document(samples, name_to_key)
+    figures["embedded_small"] = embedded_small(samples, raw_file_s, len(keys))
+    figures["parse_workers"] = parse_workers_figures(samples)
+    side = like_for_like_side(samples["default"], samples.get("embedded_default", []), samples)
     return {
         "figures": figures,
+        "like_for_like": side,
         # The same figures under the names issue #15 gives them, for this corpus of small documents.
         **issue_names(figures),
         "failures": undecoded,
@@ -365,6 +475,173 @@ def compute_small(samples: dict, keys: dict, generated: list[dict]) -> dict:
         },
         "ingest_runs": samples.get("ingest", []),
     }
+
+
+def fresh_total_s(sample: dict) -> float:
+    """A graph worker's wall time from its launch to its run's end (graph_total_s's definition)."""
+    return sample["corpus"]["done_at"] - sample["process"]["launched_at"]
+
+
+def like_for_like_side(services: list[dict], embedded: list[dict], samples: dict) -> dict:
+    """Fresh-process wall times and what was stored, for the graph on each librarian and the peer
+    into each destination (medians of the rounds; stored: the last round's)."""
+
+    def graph(runs):
+        if not runs:
+            return None
+        return {
+            "wall_s": report.median([fresh_total_s(s) for s in runs]),
+            "cpu_s": report.median([s["process"].get("cpu_s") for s in runs]),
+            "servers_cpu_s": {
+                part: report.median([s.get("servers_cpu_s", {}).get(part) for s in runs])
+                for part in runs[-1].get("servers_cpu_s", {})
+            },
+            "stored": runs[-1]["corpus"].get("stored"),
+        }
+
+    def peer(runs):
+        useful = [s for s in runs if s["stored"].get("documents")]
+        if not useful:
+            return None
+        return {
+            "wall_s": report.median([s["process"]["wall_s"] for s in useful]),
+            "cpu_s": report.median([s["process"]["cpu_s"] for s in useful]),
+            "servers_cpu_s": {
+                part: report.median([s.get("servers_cpu_s", {}).get(part) for s in useful])
+                for part in useful[-1].get("servers_cpu_s", {})
+            },
+            "stored": useful[-1]["stored"],
+            "failed": len(useful[-1]["failures"]),
+        }
+
+    return {
+        "graph_embedded": graph(embedded),
+        "graph_services": graph(services),
+        "ingest_sqlite": peer(samples.get("ingest_sqlite", [])),
+        "ingest_s3": peer(samples.get("ingest_s3", [])),
+    }
+
+
+def like_for_like(corpus: dict | None, small: dict | None) -> dict:
+    """The issue's like_for_like figures: graph / peer, fresh-process wall times."""
+
+    def pair(side, graph, peer):
+        if not side or not side.get(graph) or not side.get(peer):
+            return None
+        return report.ratio(side[graph]["wall_s"], side[peer]["wall_s"])
+
+    return {
+        "embedded_vs_ingest_sqlite": {
+            "corpus": pair(corpus, "graph_embedded", "ingest_sqlite"),
+            "small": pair(small, "graph_embedded", "ingest_sqlite"),
+        },
+        "services_vs_ingest_s3": {
+            "corpus": pair(corpus, "graph_services", "ingest_s3"),
+            "small": pair(small, "graph_services", "ingest_s3"),
+        },
+    }
+
+
+def per_document_medians(runs: list[dict]) -> dict[str, float]:
+    """{document: median over the rounds of its CPU-seconds}."""
+    documents = sorted({d for run in runs for d in run})
+    values = {d: report.median([run.get(d) for run in runs]) for d in documents}
+    return {d: v for d, v in values.items() if v is not None}
+
+
+def cpu_per_document(samples: dict, name_to_key: dict) -> dict:
+    """CPU-milliseconds per small document (/proc): the graph's own process tree with one parse
+    worker on MinIO + Cassandra, document by document; bare partition() per file; Cassandra's JVM
+    and MinIO over the same graph run, per document and per quad (medians of the rounds)."""
+    runs = samples["1worker"]
+    graph = per_document_medians([s["corpus"].get("document_cpu_s", {}) for s in runs])
+    bare = per_document_medians(
+        [{name_to_key.get(f["file"], f["file"]): f.get("cpu_s") for f in s["files"]} for s in samples["raw"]]
+    )
+    graph_ms = [1000 * v for v in graph.values()]
+    bare_ms = [1000 * v for v in bare.values()]
+
+    def server(part: str, per: str) -> float | None:
+        values = []
+        for s in runs:
+            spent = s.get("servers_cpu_s", {}).get(part)
+            count = s["corpus"].get("documents") if per == "document" else s["corpus"].get("triples")
+            values.append(1000 * spent / count if spent is not None and count else None)
+        return report.median(values)
+
+    embedded = per_document_medians(
+        [s["corpus"].get("document_cpu_s", {}) for s in samples.get("embedded_1worker", [])]
+    )
+    out = {
+        "graph_median": report.median(graph_ms),
+        "graph_p95": report.percentile(graph_ms, 0.95),
+        "bare_median": report.median(bare_ms),
+        "bare_p95": report.percentile(bare_ms, 0.95),
+        "cassandra_median": server("cassandra", "document"),
+        "minio_median": server("minio", "document"),
+        "cassandra_per_quad": server("cassandra", "quad"),
+        "minio_per_quad": server("minio", "quad"),
+        "graph_per_quad": report.median(
+            [1000 * s["corpus"]["cpu_s"] / s["corpus"]["triples"] for s in runs if s["corpus"].get("triples")]
+        ),
+        # the whole run's CPU (Dagster's run start and end included) over its documents
+        "graph_mean": report.median(
+            [1000 * s["corpus"]["cpu_s"] / s["corpus"]["documents"] for s in runs if "cpu_s" in s["corpus"]]
+        ),
+        "bare_mean": report.median(
+            [1000 * s["loop_cpu_s"] / len(s["files"]) for s in samples["raw"] if "loop_cpu_s" in s]
+        ),
+        "graph_embedded_median": report.median([1000 * v for v in embedded.values()]) if embedded else None,
+        "graph_embedded_p95": report.percentile([1000 * v for v in embedded.values()], 0.95) if embedded else None,
+    }
+    out["graph_over_bare_median"] = (
+        out["graph_median"] - out["bare_median"] if None not in (out["graph_median"], out["bare_median"]) else None
+    )
+    out["graph_over_bare_p95"] = (
+        out["graph_p95"] - out["bare_p95"] if None not in (out["graph_p95"], out["bare_p95"]) else None
+    )
+    return out
+
+
+def embedded_small(samples: dict, raw_file_s: dict[str, float], documents: int) -> dict:
+    """The embedded default (files + SQLite, no server sharing the cores) on the small documents."""
+    one, default = samples.get("embedded_1worker", []), samples.get("embedded_default", [])
+    raw = report.median([s["loop_s"] for s in samples["raw"]])
+    overheads = report.overheads_ms(one[-1]["corpus"]["document_s"], raw_file_s) if one else []
+    return {
+        "one_worker_vs_raw": report.ratio(report.median([s["corpus"]["run_s"] for s in one]), raw) if one else None,
+        "default_workers_vs_raw": (
+            report.ratio(report.median([s["corpus"]["run_s"] for s in default]), raw) if default else None
+        ),
+        "overhead_median_ms": report.median(overheads) if overheads else None,
+        "overhead_p95_ms": report.percentile(overheads, 0.95) if overheads else None,
+        "one_worker_s": report.median([s["corpus"]["run_s"] for s in one]) if one else None,
+        "default_workers_s": report.median([s["corpus"]["run_s"] for s in default]) if default else None,
+        "raw_warm_s": raw,
+        "documents": documents,
+    }
+
+
+def parse_workers_figures(samples: dict) -> dict:
+    """One parse worker against the default on each librarian: wall and CPU of the run (medians)."""
+    out = {}
+    for librarian, prefix in (("services", ""), ("embedded", "embedded_")):
+        one, default = samples.get(f"{prefix}1worker", []), samples.get(f"{prefix}default", [])
+        if not one or not default:
+            continue
+        out[librarian] = {
+            "one_worker_s": report.median([s["corpus"]["run_s"] for s in one]),
+            "default_workers_s": report.median([s["corpus"]["run_s"] for s in default]),
+            "one_worker_cpu_s": report.median([s["corpus"].get("cpu_s") for s in one]),
+            "default_workers_cpu_s": report.median([s["corpus"].get("cpu_s") for s in default]),
+            "default_vs_one": report.ratio(
+                report.median([s["corpus"]["run_s"] for s in default]),
+                report.median([s["corpus"]["run_s"] for s in one]),
+            ),
+            "others_cpu_s_one": report.median([s["process"].get("others_cpu_s") for s in one]),
+            "others_cpu_s_default": report.median([s["process"].get("others_cpu_s") for s in default]),
+        }
+    return out
 
 
 def issue_names(small: dict) -> dict:
@@ -606,6 +883,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the peer's virtual environment (default: .venv-ingest, built by make bench-setup)",
     )
     parser.add_argument("--keep-workdir", action="store_true", help="keep the temp folder (corpus, child logs)")
+    parser.add_argument(
+        "--no-like-for-like",
+        dest="like_for_like",
+        action="store_false",
+        help="skip the graph on the embedded librarian and the peer's sqlite and s3 destinations (issue #28)",
+    )
     args = parser.parse_args(argv)
     if args.repeat < 1 or args.triples < 2:
         parser.error("--repeat must be >= 1 and --triples >= 2")

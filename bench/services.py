@@ -94,3 +94,14 @@ class Footprint:
         if connection:
             connection.release()
         return failed
+
+
+def upload_embedded(home: Path, workspace: str, files: dict[str, Path]) -> None:
+    """files into the embedded librarian (files + SQLite) in home, as Footprint.upload does on the servers."""
+    from resources.settings import load_settings, open_librarian
+    from ud_assets.decoding.detect import detect_mime
+
+    with open_librarian(load_settings(backend="embedded", workspace=workspace, home=str(home))) as lib:
+        for key, path in files.items():
+            data = path.read_bytes()
+            lib.add_document(key, detect_mime(data, path.name), data, title=path.name)

@@ -84,20 +84,31 @@ def run_raw(args: dict) -> dict:
     partition(filename=args["warmup"], strategy="fast")
     warmed = time.monotonic()
     files, errors = [], {}
+    from bench.cpu import self_cpu_s
+
+    cpu_started = self_cpu_s()
     for path in args["files"]:
-        started = time.monotonic()
+        started, cpu = time.monotonic(), self_cpu_s()
         try:
             elements = partition(filename=path, strategy="fast", **raw_kwargs(path))
             count = len(elements)
         except Exception as exc:  # a file the bare library cannot read is reported, not fatal
             errors[os.path.basename(path)] = f"{type(exc).__name__}: {str(exc)[:200]}"
             count = None
-        files.append({"file": os.path.basename(path), "elements": count, "s": round(time.monotonic() - started, 4)})
+        files.append(
+            {
+                "file": os.path.basename(path),
+                "elements": count,
+                "s": round(time.monotonic() - started, 4),
+                "cpu_s": round(self_cpu_s() - cpu, 4),
+            }
+        )
     done = time.monotonic()
     return {
         "import_s": imported - t0,
         "warmup_s": warmed - imported,
         "loop_s": done - warmed,
+        "loop_cpu_s": self_cpu_s() - cpu_started,
         "done_at": done,
         "files": files,
         "errors": errors,
@@ -108,14 +119,18 @@ def run_raw(args: dict) -> dict:
 # -- graph -----------------------------------------------------------------------------------
 
 
-def _job_and_resource(workspace: str, bucket: str):
+def _job_and_resource(workspace: str, bucket: str, home: str = ""):
+    """The job and its librarian: MinIO + Cassandra, or the embedded one in `home` when given."""
     import dagster as dg
 
     from ud_assets.defs.assets import universal_decoder
     from ud_assets.defs.jobs import decode_documents
     from ud_assets.defs.resources import LibrarianResource
 
-    resource_ = LibrarianResource(backend="cassandra", workspace=workspace, bucket=bucket)
+    if home:
+        resource_ = LibrarianResource(backend="embedded", workspace=workspace, home=home)
+    else:
+        resource_ = LibrarianResource(backend="cassandra", workspace=workspace, bucket=bucket)
     defs = dg.Definitions(assets=[universal_decoder], jobs=[decode_documents], resources={"librarian": resource_})
     return defs, defs.resolve_job_def("decode_documents"), resource_
 
@@ -126,15 +141,48 @@ def range_tags(keys: list[str]) -> dict:
     return {"dagster/asset_partition_range_start": keys[0], "dagster/asset_partition_range_end": keys[-1]}
 
 
-def _execute(workspace: str, bucket: str, keys: list[str], dagster_instance) -> dict:
-    """One batched run of the whole graph over keys; returns timings and what was stored."""
+def document_ends(dagster_instance, run_id: str) -> tuple[float | None, dict[str, float]]:
+    """The run's first step start and, per partition, when its last materialization was stored
+    (time.time() seconds, the event log's clock)."""
+    step_start = None
+    ends: dict[str, float] = {}
+    for entry in dagster_instance.all_logs(run_id):
+        event = entry.dagster_event
+        if event is None:
+            continue
+        if event.event_type_value == "STEP_START" and step_start is None:
+            step_start = entry.timestamp
+        elif event.event_type_value == "ASSET_MATERIALIZATION" and event.partition:
+            ends[event.partition] = max(ends.get(event.partition, 0.0), entry.timestamp)
+    return step_start, ends
+
+
+def stored(lib) -> dict:
+    """What a run left in the librarian: document rows and objects (with every child), their bytes, quads."""
+    documents = lib.list_documents(include_children=True)
+    return {
+        "documents": sum(1 for d in documents if not getattr(d, "parent_id", None)),
+        "objects": len(documents),
+        "bytes": sum(d.size or 0 for d in documents),
+        "quads": lib.triples.count(collection=lib.collection),
+    }
+
+
+def _execute(workspace: str, bucket: str, keys: list[str], dagster_instance, home: str = "") -> dict:
+    """One batched run of the whole graph over keys; returns timings, CPU and what was stored."""
+    from bench.cpu import Sampler, interval_cpu, self_cpu_s
     from ud_assets.defs.partitions import documents_partitions
 
     started = time.monotonic()
-    _defs, job, resource_ = _job_and_resource(workspace, bucket)
+    cpu_started = self_cpu_s()
+    _defs, job, resource_ = _job_and_resource(workspace, bucket, home)
     dagster_instance.add_dynamic_partitions(documents_partitions.name, keys)
-    result = job.execute_in_process(instance=dagster_instance, tags=range_tags(keys), raise_on_error=False)
+    with Sampler() as sampler:
+        result = job.execute_in_process(instance=dagster_instance, tags=range_tags(keys), raise_on_error=False)
     done = time.monotonic()
+    cpu_s = self_cpu_s() - cpu_started
+    step_start, ends = document_ends(dagster_instance, result.run_id)
+    document_cpu_s = interval_cpu(sampler.samples, step_start, ends) if step_start and ends else {}
     lib = resource_.get()
     decoded = [k for k in keys if lib.get_generation(k) is not None]
     failures = {f.document_id: f.error for f in lib.list_failures()}
@@ -166,6 +214,11 @@ def _execute(workspace: str, bucket: str, keys: list[str], dagster_instance) -> 
         "document_s": per_document,
         "parse_wait_s": parse_waits,
         "stage_timings": stage_timings,
+        # the process with its reaped children (the forked parses) from the job's launch to its
+        # return; per document, between consecutive documents' last materializations
+        "cpu_s": cpu_s,
+        "document_cpu_s": document_cpu_s,
+        "stored": stored(lib),
     }
 
 
@@ -190,14 +243,18 @@ def run_graph(args: dict) -> dict:
         if args.get("warmup_workspace"):
             from ud_assets.decoding.isolation import warm_up
 
-            out["warmup"] = _execute(args["warmup_workspace"], args["bucket"], [args["warmup_key"]], dagster_instance)
+            out["warmup"] = _execute(
+                args["warmup_workspace"], args["bucket"], [args["warmup_key"]], dagster_instance, args.get("home", "")
+            )
             # Every format's parser imported, as the raw loop's warm-up does (a batch run's first
             # step does the same: processing.parse_ahead.ParseAhead).
             out["warmup"]["warm_up_s"] = warm_up()
             out["peak_rss_after_warmup_mb"] = peak_rss_mb()
         if profiler:
             profiler.enable()
-        out["corpus"] = _execute(args["workspace"], args["bucket"], args["keys"], dagster_instance)
+        out["corpus"] = _execute(
+            args["workspace"], args["bucket"], args["keys"], dagster_instance, args.get("home", "")
+        )
         if profiler:
             profiler.disable()
             profiler.dump_stats(args["profile"])

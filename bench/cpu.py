@@ -1,0 +1,227 @@
+"""CPU-seconds from /proc: what a process tree or a server spent, apart from everything else.
+
+Wall time on a shared machine depends on who else runs; CPU-seconds do not (much). A process's
+/proc/PID/stat carries utime and stime (its own CPU) and cutime and cstime (the CPU of the
+children it has waited for, recursively): the CPU of a process tree is, over the root and its live
+descendants, utime + stime + cutime + cstime. A child that ends between two readings moves from
+being counted itself to being counted in its parent's cutime/cstime, so the difference of two
+readings is the tree's CPU in between (a child that is never waited for is lost: none of ours).
+
+The pure parts (parse_stat, tree_cpu_ticks, interval_cpu, capacity) are unit-tested.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Stat:
+    pid: int
+    ppid: int
+    utime: int  # clock ticks
+    stime: int
+    cutime: int
+    cstime: int
+
+    @property
+    def ticks(self) -> int:
+        return self.utime + self.stime + self.cutime + self.cstime
+
+
+def parse_stat(text: str) -> Stat:
+    """One /proc/PID/stat line. comm (the 2nd field) is in parentheses and may hold spaces and
+    parentheses, so fields are counted after its last ')': state, ppid, ..., utime is the 14th field."""
+    head, _, tail = text.rpartition(")")
+    pid = int(head.split("(", 1)[0])
+    fields = tail.split()
+    # fields[0] = state (field 3); field n is fields[n - 3]
+    return Stat(
+        pid=pid,
+        ppid=int(fields[1]),
+        utime=int(fields[11]),
+        stime=int(fields[12]),
+        cutime=int(fields[13]),
+        cstime=int(fields[14]),
+    )
+
+
+def read_stats() -> dict[int, Stat]:
+    """Every process's stat (processes that end while being read are skipped)."""
+    out: dict[int, Stat] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                out[int(entry)] = parse_stat(handle.read())
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def tree_cpu_ticks(root: int, stats: Mapping[int, Stat]) -> int:
+    """Clock ticks of root and its live descendants, each with its reaped children (0: no such root)."""
+    children: dict[int, list[int]] = {}
+    for stat in stats.values():
+        children.setdefault(stat.ppid, []).append(stat.pid)
+    total, todo, seen = 0, [root] if root in stats else [], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        total += stats[pid].ticks
+        todo.extend(children.get(pid, ()))
+    return total
+
+
+def snapshot(parts: Mapping[str, Iterable[int]]) -> dict[str, float]:
+    """{part: CPU-seconds so far} for parts given as the roots of their process trees."""
+    stats = read_stats()
+    return {name: sum(tree_cpu_ticks(pid, stats) for pid in pids) / CLK_TCK for name, pids in parts.items()}
+
+
+def delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
+    return {name: round(after[name] - before.get(name, 0.0), 3) for name in after}
+
+
+def self_cpu_s() -> float:
+    """This process's CPU with its waited-for children's (os.times: the same four /proc fields)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def pid_from_file(path: Path) -> int | None:
+    """The live process a pid file names (None when missing, stale or a zombie)."""
+    try:
+        text = path.read_text().strip()
+        pid = int(text.splitlines()[0])
+        with open(f"/proc/{pid}/stat") as handle:
+            state = handle.read().rpartition(")")[2].split()[0]
+    except (OSError, ValueError, IndexError):
+        return None
+    return None if state == "Z" else pid
+
+
+def services_dir() -> Path:
+    from bench.processes import REPO_ROOT
+
+    return Path(os.environ.get("UD_SERVICES_DIR") or REPO_ROOT / ".services")
+
+
+def service_pids(folder: Path | None = None) -> dict[str, list[int]]:
+    """make services-up's servers: {"cassandra": [JVM pid], "minio": [pid]} (a part whose pid file
+    names no live process is left out: the bench then reports no figure for it)."""
+    folder = folder or services_dir()
+    out = {}
+    for name, pidfile in (
+        ("cassandra", folder / "cassandra" / "cassandra.pid"),
+        ("minio", folder / "minio" / "minio.pid"),
+    ):
+        pid = pid_from_file(pidfile)
+        if pid:
+            out[name] = [pid]
+    return out
+
+
+class Sampler:
+    """This process's cumulative CPU (self_cpu_s) every `interval` s, on time.time()'s clock (the
+    clock of Dagster's event timestamps), from a daemon thread; costs a syscall per sample."""
+
+    def __init__(self, interval: float = 0.01):
+        import threading
+
+        self.interval = interval
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append((time.time(), self_cpu_s()))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.samples.append((time.time(), self_cpu_s()))
+
+
+def cpu_at(samples: list[tuple[float, float]], at: float) -> float:
+    """Cumulative CPU at time `at`, linearly interpolated between the samples around it."""
+    if not samples:
+        raise ValueError("no samples")
+    index = bisect.bisect_left(samples, at, key=lambda sample: sample[0])
+    if index == 0:
+        return samples[0][1]
+    if index == len(samples):
+        return samples[-1][1]
+    (t0, c0), (t1, c1) = samples[index - 1], samples[index]
+    return c0 if t1 == t0 else c0 + (c1 - c0) * (at - t0) / (t1 - t0)
+
+
+def interval_cpu(samples: list[tuple[float, float]], start: float, ends: Mapping[str, float]) -> dict[str, float]:
+    """{document: CPU-seconds from the previous document's end (start for the first) to its own}.
+
+    ends: {document: when its last materialization was stored}. With documents done one after
+    another, each interval holds that document's CPU (and, with parses ahead, part of the next's
+    parse instead of part of its own: the intervals still add up to the run's CPU)."""
+    out: dict[str, float] = {}
+    previous = cpu_at(samples, start)
+    for document, end in sorted(ends.items(), key=lambda item: item[1]):
+        now = cpu_at(samples, end)
+        out[document] = now - previous
+        previous = now
+    return out
+
+
+# -- capacity beyond one machine ---------------------------------------------------------------
+
+
+def capacity(
+    cpu_per_document_s: Mapping[str, float],
+    worker_part: str,
+    workers: Iterable[int] = (1, 4, 16),
+    cores_per_part: float = 1.0,
+) -> dict:
+    """Documents per hour a deployment can sustain, from each part's CPU-seconds per document.
+
+    Each worker is a process tree with a core of its own: w workers decode w * 3600 / c_worker
+    documents an hour. Every other part (a database node, the object store, the queue) is shared
+    by all workers and has cores_per_part cores: it caps the rate at cores_per_part * 3600 / c_part.
+    The rate at w workers is the least of these; the part that sets it saturates first.
+    """
+    if worker_part not in cpu_per_document_s:
+        raise KeyError(f"{worker_part!r} is not one of the parts {sorted(cpu_per_document_s)}")
+    caps = {
+        name: cores_per_part * 3600 / cost
+        for name, cost in cpu_per_document_s.items()
+        if name != worker_part and cost and cost > 0
+    }
+    worker_cost = cpu_per_document_s[worker_part]
+    projection = {}
+    for w in workers:
+        limits = dict(caps)
+        limits[worker_part] = w * 3600 / worker_cost if worker_cost > 0 else float("inf")
+        part = min(limits, key=lambda name: limits[name])
+        projection[str(w)] = {"documents_per_hour": round(limits[part]), "saturates": part}
+    first = min(caps, key=lambda name: caps[name]) if caps else worker_part
+    return {
+        "cpu_s_per_document": dict(cpu_per_document_s),
+        "cores_per_part": cores_per_part,
+        "projection": projection,
+        "saturates_first": first,
+        "ceiling_documents_per_hour": round(caps[first]) if caps else None,
+    }

@@ -1,0 +1,107 @@
+"""bench.cpu: /proc/PID/stat parsing, a process tree's CPU, CPU per document, the capacity projection."""
+
+import os
+
+import pytest
+
+from bench import cpu
+
+# A real line's shape: comm with a space and a parenthesis, utime..cstime are fields 14-17.
+STAT = "4242 (python (x) 3) S 17 4242 4242 0 -1 4194304 1500 0 0 0 250 40 30 5 20 0 3 0 100 0 0"
+
+
+def test_parse_stat_counts_fields_after_the_last_parenthesis():
+    stat = cpu.parse_stat(STAT)
+    assert (stat.pid, stat.ppid) == (4242, 17)
+    assert (stat.utime, stat.stime, stat.cutime, stat.cstime) == (250, 40, 30, 5)
+    assert stat.ticks == 325
+
+
+def test_parse_stat_of_this_process_matches_os_times():
+    with open(f"/proc/{os.getpid()}/stat") as handle:
+        stat = cpu.parse_stat(handle.read())
+    assert stat.pid == os.getpid() and stat.ppid == os.getppid()
+    times = os.times()
+    assert abs(stat.utime / cpu.CLK_TCK - times.user) <= 0.05
+
+
+def _stat(pid, ppid, utime, cutime=0):
+    return cpu.Stat(pid=pid, ppid=ppid, utime=utime, stime=0, cutime=cutime, cstime=0)
+
+
+def test_a_tree_counts_live_descendants_and_reaped_children_but_not_others():
+    stats = {
+        1: _stat(1, 0, 1000),  # init: not in the tree
+        10: _stat(10, 1, 100, cutime=50),  # root, with 50 ticks of reaped children
+        11: _stat(11, 10, 20),
+        12: _stat(12, 11, 7),  # a grandchild
+        20: _stat(20, 1, 999),  # a sibling of the root
+    }
+    assert cpu.tree_cpu_ticks(10, stats) == 100 + 50 + 20 + 7
+    assert cpu.tree_cpu_ticks(11, stats) == 27
+    assert cpu.tree_cpu_ticks(99, stats) == 0  # no such process
+
+
+def test_a_child_reaped_between_two_readings_is_counted_once():
+    before = {10: _stat(10, 1, 100), 11: _stat(11, 10, 30)}
+    after = {10: _stat(10, 1, 110, cutime=35)}  # the child ran 5 more ticks, then was waited for
+    assert cpu.tree_cpu_ticks(10, after) - cpu.tree_cpu_ticks(10, before) == 10 + 5
+
+
+def test_snapshot_of_this_process_grows_with_work():
+    parts = {"me": [os.getpid()]}
+    first = cpu.snapshot(parts)
+    deadline = cpu.self_cpu_s() + 0.1
+    while cpu.self_cpu_s() < deadline:
+        pass
+    spent = cpu.delta(first, cpu.snapshot(parts))["me"]
+    assert 0.05 <= spent <= 1.0
+
+
+def test_cpu_at_interpolates_between_samples():
+    samples = [(10.0, 1.0), (11.0, 2.0), (13.0, 2.0)]
+    assert cpu.cpu_at(samples, 10.5) == pytest.approx(1.5)
+    assert cpu.cpu_at(samples, 9.0) == 1.0 and cpu.cpu_at(samples, 99.0) == 2.0
+    assert cpu.cpu_at(samples, 12.0) == 2.0
+
+
+def test_interval_cpu_splits_the_run_between_documents_by_their_end():
+    samples = [(0.0, 0.0), (1.0, 0.5), (2.0, 0.6), (3.0, 1.6)]
+    ends = {"b": 3.0, "a": 1.0, "c": 2.0}  # in any order
+    per_document = cpu.interval_cpu(samples, 0.0, ends)
+    assert per_document == pytest.approx({"a": 0.5, "c": 0.1, "b": 1.0})
+    assert sum(per_document.values()) == pytest.approx(1.6)
+
+
+def test_capacity_is_the_least_of_the_workers_and_every_shared_part():
+    costs = {"worker": 0.36, "postgres": 0.036, "cassandra1": 0.09, "minio": 0.012}
+    projection = cpu.capacity(costs, "worker", workers=(1, 4, 16))
+    # a worker: 10,000 documents an hour each; Cassandra's node caps at 40,000, PostgreSQL 100,000
+    assert projection["projection"]["1"] == {"documents_per_hour": 10_000, "saturates": "worker"}
+    assert projection["projection"]["4"] == {"documents_per_hour": 40_000, "saturates": "worker"} or projection[
+        "projection"
+    ]["4"]["saturates"] in ("worker", "cassandra1")
+    assert projection["projection"]["4"]["documents_per_hour"] == 40_000
+    assert projection["projection"]["16"] == {"documents_per_hour": 40_000, "saturates": "cassandra1"}
+    assert projection["saturates_first"] == "cassandra1"
+    assert projection["ceiling_documents_per_hour"] == 40_000
+
+
+def test_capacity_with_more_cores_per_part_and_a_missing_worker():
+    costs = {"worker": 1.0, "cassandra": 0.5}
+    assert cpu.capacity(costs, "worker", workers=(16,), cores_per_part=2)["projection"]["16"] == {
+        "documents_per_hour": 14_400,
+        "saturates": "cassandra",
+    }
+    with pytest.raises(KeyError):
+        cpu.capacity({"cassandra": 0.5}, "worker")
+
+
+def test_pid_from_file(tmp_path):
+    pidfile = tmp_path / "x.pid"
+    assert cpu.pid_from_file(pidfile) is None  # missing
+    pidfile.write_text(f"{os.getpid()}\n")
+    assert cpu.pid_from_file(pidfile) == os.getpid()
+    pidfile.write_text("not a pid\n")
+    assert cpu.pid_from_file(pidfile) is None
+    assert cpu.service_pids(tmp_path) == {}
