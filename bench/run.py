@@ -272,10 +272,20 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
     result["figures"]["like_for_like"] = like_for_like(
         result["like_for_like_corpus"], small["like_for_like"] if small else None
     )
+    result["figures"]["cluster_capacity"] = cluster_capacity(args.cluster_json)
     result["targets"] = report.figures_and_verdicts(result["figures"])
     if small is not None:
         result["small_documents"] = small
     return result
+
+
+def cluster_capacity(path: Path | None) -> dict | None:
+    """The capacity figures of `python -m bench.cluster` (on make cluster-up's deployment, which
+    this run does not start), with when they were measured; None when there are none."""
+    if path is None or not Path(path).is_file():
+        return None
+    measured = json.loads(Path(path).read_text())
+    return {**measured["cluster_capacity"], "measured": measured.get("date"), "source": str(path)}
 
 
 def parse_workers(env: dict) -> int:
@@ -883,6 +893,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the peer's virtual environment (default: .venv-ingest, built by make bench-setup)",
     )
     parser.add_argument("--keep-workdir", action="store_true", help="keep the temp folder (corpus, child logs)")
+    parser.add_argument(
+        "--cluster-json",
+        type=Path,
+        default=Path("bench-out/cluster.json"),
+        help="figures of python -m bench.cluster to report as cluster_capacity (when the file exists)",
+    )
     parser.add_argument(
         "--no-like-for-like",
         dest="like_for_like",

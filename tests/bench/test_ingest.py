@@ -3,6 +3,7 @@ wrote, the figures of its repeats. No unstructured-ingest run: its output is wri
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -232,3 +233,50 @@ def test_a_command_that_exits_non_zero_is_a_result_with_its_own_log(tmp_path):
     assert "yes" in log.read_text() and not (tmp_path / "children.log").exists()
     with pytest.raises(RuntimeError, match="exit 3"):
         runner.command("exits_3", line, env={}, log_path=log)
+
+
+# -- like for like (issue #28) ---------------------------------------------------------------
+
+
+def test_the_like_for_like_line_chunks_by_title_into_the_destination_and_hides_the_secret(tmp_path):
+
+    target = ingest.s3_destination("s3://b/p", "http://127.0.0.1:9000", "key", "hush")
+    line = ingest.command(
+        Path("ui"), tmp_path, tmp_path / "o", tmp_path / "w", 2, destination=target, chunking="by_title"
+    )
+    assert line[line.index("--chunking-strategy") + 1] == "by_title"
+    assert line[line.index("--reprocess") + 1 :] == target  # the destination and its options come last
+    assert "--output-dir" not in line
+    assert "hush" in line and "hush" not in ingest.redacted(line) and "***" in ingest.redacted(line)
+    plain = ingest.command(Path("ui"), tmp_path, tmp_path / "o", tmp_path / "w", 2)
+    assert "--chunking-strategy" not in plain and plain[-3:] == ["local", "--output-dir", str(tmp_path / "o")]
+
+
+def test_the_sqlite_destination_gets_unstructured_ingests_own_elements_table(tmp_path):
+    import sqlite3
+
+    database = ingest.create_sqlite_database(tmp_path / "db" / "elements.db")
+    connection = sqlite3.connect(database)
+    columns = [row[1] for row in connection.execute("PRAGMA table_info(elements)")]
+    assert columns[:4] == ["id", "record_id", "element_id", "text"] and len(columns) == 40
+    connection.executemany(
+        "INSERT INTO elements (id, record_id, text) VALUES (?, ?, ?)",
+        [("1", "a", "x"), ("2", "a", "y"), ("3", "b", "z")],
+    )
+    connection.commit()
+    connection.close()
+    stored = ingest.sqlite_stored(database)
+    assert (stored["rows"], stored["documents"]) == (3, 2) and stored["bytes"] == database.stat().st_size
+
+
+def test_cluster_parts_come_from_live_pid_files(tmp_path):
+    import os
+
+    from bench import cluster
+
+    (tmp_path / "dagster").mkdir()
+    (tmp_path / "cassandra2").mkdir()
+    (tmp_path / "dagster" / "worker1.pid").write_text(f"{os.getpid()}\n")
+    (tmp_path / "dagster" / "worker2.pid").write_text("999999999\n")  # no such process
+    (tmp_path / "cassandra2" / "cassandra.pid").write_text(f"{os.getpid()}\n")
+    assert cluster.part_pids(tmp_path) == {cluster.WORKER_PART: [os.getpid()], "cassandra2": [os.getpid()]}
