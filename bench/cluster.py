@@ -10,7 +10,8 @@ executing it); each part's process tree is read from /proc before and after (ben
 stime with reaped children): the Celery workers (the run's process is a child of one), PostgreSQL
 (the event log and run storage), Redis (the broker), each Cassandra node, MinIO, and Dagster's
 daemon, webserver and code server. A run over one document first warms the worker (its imports),
-and is not counted. CPU per document = the part's CPU over the counted run / documents.
+and is not counted. CPU per document = (the part's CPU over the counted run, less its idle CPU
+over as long: measured for IDLE_S with no run just before) / documents; the gross figure is kept.
 
 The projection (bench.cpu.capacity): each worker has a core of its own; every shared part has
 one core; documents per hour at w workers = the least of w * 3600 / worker CPU and 3600 / each
@@ -37,6 +38,7 @@ from bench.run import document_keys
 
 SCRIPTS = REPO_ROOT / "scripts" / "cluster"
 TERMINAL = ("SUCCESS", "FAILURE", "CANCELED")
+IDLE_S = 30.0  # the idle baseline's length
 WORKER_PART = "celery_worker"
 # Parts that serve the operator rather than the documents (the bench's own polling reads
 # PostgreSQL directly; the webserver answers one submission a run): reported, not projected.
@@ -140,6 +142,11 @@ def measure(documents: int, workdir: Path) -> dict:
             log("warm-up run (one document, not counted)")
             warm_status = wait(instance, submit(instance, ["ud-bench-warmup.pdf"], ws_warm, footprint.bucket))
             time.sleep(2.0)  # the worker's and the daemon's bookkeeping after a run
+            log(f"idle: {IDLE_S:.0f} s with no run (each part's background CPU: gossip, compaction, polling)")
+            idle_before, idle_started = cpu.snapshot(parts), time.monotonic()
+            time.sleep(IDLE_S)
+            idle = cpu.delta(idle_before, cpu.snapshot(parts))
+            idle_rate = {part: seconds / (time.monotonic() - idle_started) for part, seconds in idle.items()}
             before = cpu.snapshot(parts)
             started = time.monotonic()
             log(f"counted run over {len(keys)} documents")
@@ -162,7 +169,9 @@ def measure(documents: int, workdir: Path) -> dict:
         left = footprint.cleanup()
         if left:
             log(f"cleanup left {left[:3]}")
-    per_document = {part: round(seconds / len(keys), 4) for part, seconds in spent.items()}
+    # What the documents cost: the run's CPU less what the part spends idle over as long a time.
+    net = {part: max(0.0, seconds - idle_rate.get(part, 0.0) * wall) for part, seconds in spent.items()}
+    per_document = {part: round(seconds / len(keys), 4) for part, seconds in net.items()}
     projected = {p: c for p, c in per_document.items() if p not in NOT_PROJECTED}
     return {
         "documents": len(keys),
@@ -172,6 +181,8 @@ def measure(documents: int, workdir: Path) -> dict:
         "run_tags": dict(run.tags) if run else {},
         "wall_s": round(wall, 1),
         "cpu_s": spent,
+        "idle_cpu_s_per_s": {part: round(rate, 4) for part, rate in idle_rate.items()},
+        "cpu_s_per_document_gross": {part: round(seconds / len(keys), 4) for part, seconds in spent.items()},
         "cpu_s_per_document": per_document,
         "workers": len(parts[WORKER_PART]),
         "capacity": cpu.capacity(projected, WORKER_PART, workers=(1, 4, 16)),
