@@ -69,18 +69,9 @@ def read_stats() -> dict[int, Stat]:
 
 def tree_cpu_ticks(root: int, stats: Mapping[int, Stat]) -> int:
     """Clock ticks of root and its live descendants, each with its reaped children (0: no such root)."""
-    children: dict[int, list[int]] = {}
-    for stat in stats.values():
-        children.setdefault(stat.ppid, []).append(stat.pid)
-    total, todo, seen = 0, [root] if root in stats else [], set()
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        total += stats[pid].ticks
-        todo.extend(children.get(pid, ()))
-    return total
+    if root not in stats:
+        return 0
+    return sum(stats[pid].ticks for pid in set(descendants(root, stats)) if pid in stats)
 
 
 def snapshot(parts: Mapping[str, Iterable[int]]) -> dict[str, float]:
@@ -132,31 +123,64 @@ def service_pids(folder: Path | None = None) -> dict[str, list[int]]:
     return out
 
 
-class Sampler:
-    """This process's cumulative CPU (self_cpu_s) every `interval` s, on time.time()'s clock (the
-    clock of Dagster's event timestamps), from a daemon thread; costs a syscall per sample."""
+def descendants(root: int, stats: Mapping[int, Stat]) -> list[int]:
+    """root and its live descendants (root alone when unknown)."""
+    children: dict[int, list[int]] = {}
+    for stat in stats.values():
+        children.setdefault(stat.ppid, []).append(stat.pid)
+    tree, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        tree.append(pid)
+        todo.extend(children.get(pid, ()))
+    return tree
 
-    def __init__(self, interval: float = 0.01):
+
+def _ticks_of(pids: Iterable[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                total += parse_stat(handle.read()).ticks
+        except (OSError, ValueError, IndexError):
+            continue  # ended (and counted in its parent's cutime once waited for)
+    return total
+
+
+class TreeSampler:
+    """A process tree's cumulative CPU (root and live descendants, each with its reaped children)
+    every `interval` s, on time.time()'s clock, from a thread of the measuring process (so the
+    measured tree does not pay for it). The tree's members are found by a full /proc scan every
+    `rescan` s (about 20 ms each on a busy machine); in between only their own stat files are read.
+    A descendant started and not yet found is counted from when it is found (or in its parent's
+    cutime once waited for)."""
+
+    def __init__(self, root: int, interval: float = 0.01, rescan: float = 0.25):
         import threading
 
-        self.interval = interval
+        self.root, self.interval, self.rescan = root, interval, rescan
         self.samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        members: list[int] = [self.root]
+        scanned = 0.0
         while not self._stop.is_set():
-            self.samples.append((time.time(), self_cpu_s()))
+            now = time.monotonic()
+            if now - scanned >= self.rescan:
+                members, scanned = descendants(self.root, read_stats()), now
+            self.samples.append((time.time(), _ticks_of(members) / CLK_TCK))
             self._stop.wait(self.interval)
 
-    def __enter__(self) -> Sampler:
+    def start(self) -> TreeSampler:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def stop(self) -> list[tuple[float, float]]:
         self._stop.set()
         self._thread.join()
-        self.samples.append((time.time(), self_cpu_s()))
+        return self.samples
 
 
 def cpu_at(samples: list[tuple[float, float]], at: float) -> float:

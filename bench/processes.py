@@ -107,9 +107,18 @@ class Child:
     """One measured subprocess: launch time, wall time to exit, exit code, peak RSS (os.wait4), and
     how much CPU the rest of the machine used meanwhile (other processes: noise, or our servers)."""
 
-    def __init__(self, name: str, command: list[str], env: dict, cwd: str, log_path: Path, poll_memory: bool = False):
+    def __init__(
+        self,
+        name: str,
+        command: list[str],
+        env: dict,
+        cwd: str,
+        log_path: Path,
+        poll_memory: bool = False,
+        poll_cpu: bool = False,
+    ):
         self.name, self.command, self.env, self.cwd, self.log_path = name, command, env, cwd, log_path
-        self.poll_memory = poll_memory
+        self.poll_memory, self.poll_cpu = poll_memory, poll_cpu
 
     def run(self) -> dict:
         load_before = os.getloadavg()
@@ -124,6 +133,9 @@ class Child:
             poller = TreeMemory(proc.pid) if self.poll_memory else None
             if poller:
                 poller.start()
+            from bench.cpu import TreeSampler
+
+            cpu_sampler = TreeSampler(proc.pid).start() if self.poll_cpu else None
             try:
                 _, status, usage = os.wait4(proc.pid, 0)
             finally:
@@ -131,6 +143,7 @@ class Child:
                 if poller:
                     poller.stop_event.set()
                     poller.join()
+                cpu_samples = cpu_sampler.stop() if cpu_sampler else None
             exited = time.monotonic()
         busy = machine_cpu_s() - busy_before
         child_cpu = usage.ru_utime + usage.ru_stime  # the child and the processes it waited for
@@ -141,6 +154,8 @@ class Child:
             # graph workers) MinIO and Cassandra serving it
             "others_cpu_s": max(0.0, busy - child_cpu),
             **(poller.result() if poller else {}),
+            # (time.time(), the tree's CPU-seconds so far) every 10 ms while it ran (bench.cpu.TreeSampler)
+            **({"cpu_samples": cpu_samples} if cpu_samples is not None else {}),
             "launched_at": launched,
             "wall_s": exited - launched,
             "exit_code": proc.returncode,
@@ -157,7 +172,9 @@ class Runner:
         self.log_path = workdir / "children.log"
         self.count = 0
 
-    def worker(self, kind: str, args: dict, dagster: bool = False, poll_memory: bool = False) -> dict:
+    def worker(
+        self, kind: str, args: dict, dagster: bool = False, poll_memory: bool = False, poll_cpu: bool = False
+    ) -> dict:
         """Run a workers.py kind; its JSON result merged with the process figures.
 
         dagster: the child gets its own Dagster instance (DAGSTER_HOME), created and initialised
@@ -178,7 +195,7 @@ class Runner:
         env = worker_env(self.env)
         if dagster:
             env["DAGSTER_HOME"] = str(init_dagster_home(self.workdir / f"dagster-{self.count:02d}"))
-        process = Child(kind, command, env, str(self.workdir), self.log_path, poll_memory).run()
+        process = Child(kind, command, env, str(self.workdir), self.log_path, poll_memory, poll_cpu).run()
         if process["exit_code"] != 0 or not result_path.exists():
             raise RuntimeError(f"benchmark worker {kind!r} failed (exit {process['exit_code']}); see {self.log_path}")
         return {**json.loads(result_path.read_text()), "process": process}

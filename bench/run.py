@@ -327,9 +327,25 @@ def graph_run(
             "home": str(embedded_home) if embedded_home is not None else "",
         },
         dagster=True,
+        poll_cpu=True,
     )
     sample["servers_cpu_s"] = cpu_mod.delta(before, cpu_mod.snapshot(servers))
+    attach_cpu(sample)
     return sample
+
+
+def attach_cpu(sample: dict) -> None:
+    """The graph's own CPU from the tree samples its parent took (bench.cpu.TreeSampler): the
+    worker's process tree (the step, the decoding children, reused or not) over the run (cpu_s),
+    and per document between consecutive documents' last materializations (document_cpu_s). The
+    samples themselves are dropped (thousands per run)."""
+    samples = sample["process"].pop("cpu_samples", None)
+    run = sample["corpus"]
+    if not samples or "clock_started" not in run:
+        return
+    run["cpu_s"] = cpu_mod.cpu_at(samples, run["clock_done"]) - cpu_mod.cpu_at(samples, run["clock_started"])
+    ends = run.get("document_ends") or {}
+    run["document_cpu_s"] = cpu_mod.interval_cpu(samples, run["step_started"], ends) if run.get("step_started") else {}
 
 
 def run_ingest_to(

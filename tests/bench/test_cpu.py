@@ -105,3 +105,39 @@ def test_pid_from_file(tmp_path):
     pidfile.write_text("not a pid\n")
     assert cpu.pid_from_file(pidfile) is None
     assert cpu.service_pids(tmp_path) == {}
+
+
+def test_the_tree_sampler_sees_a_grandchilds_cpu_before_it_is_waited_for():
+    import subprocess
+    import sys
+
+    # a child that starts a grandchild burning ~0.4 s of CPU, then waits for it
+    burn = "import time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass\ntime.sleep(0.5)"
+    line = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}])"
+    child = subprocess.Popen([sys.executable, "-c", line])
+    sampler = cpu.TreeSampler(child.pid, interval=0.01, rescan=0.05).start()
+    child.wait()
+    samples = sampler.stop()
+    times = [t for t, _ in samples]
+    assert times == sorted(times)
+    # the grandchild's CPU shows while it is alive and sleeping (not yet waited for by its parent)
+    assert max(c for _, c in samples) >= 0.3
+
+
+def test_attach_cpu_turns_the_parents_samples_into_the_runs_and_each_documents_cpu():
+    from bench.run import attach_cpu
+
+    samples = [(100.0, 1.0), (101.0, 2.0), (102.0, 2.5), (103.0, 4.0), (104.0, 4.0)]
+    sample = {
+        "process": {"cpu_samples": samples},
+        "corpus": {
+            "clock_started": 100.0,
+            "clock_done": 104.0,
+            "step_started": 101.0,
+            "document_ends": {"a": 102.0, "b": 103.0},
+        },
+    }
+    attach_cpu(sample)
+    assert "cpu_samples" not in sample["process"]  # not written to the JSON
+    assert sample["corpus"]["cpu_s"] == 3.0
+    assert sample["corpus"]["document_cpu_s"] == {"a": 0.5, "b": 1.5}
