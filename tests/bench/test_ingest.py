@@ -280,3 +280,27 @@ def test_cluster_parts_come_from_live_pid_files(tmp_path):
     (tmp_path / "dagster" / "worker2.pid").write_text("999999999\n")  # no such process
     (tmp_path / "cassandra2" / "cassandra.pid").write_text(f"{os.getpid()}\n")
     assert cluster.part_pids(tmp_path) == {cluster.WORKER_PART: [os.getpid()], "cassandra2": [os.getpid()]}
+
+
+def test_cluster_rounds_combine_into_the_median_per_part():
+    from bench import cluster
+
+    def round_(worker, cassandra, webserver):
+        per_document = {cluster.WORKER_PART: worker, "cassandra1": cassandra, "dagster_webserver": webserver}
+        return {
+            "documents": 200,
+            "workers": 2,
+            "not_projected": list(cluster.NOT_PROJECTED),
+            "materialized": 200,
+            "run_status": "SUCCESS",
+            "wall_s": 100.0,
+            "cpu_s_per_document": per_document,
+        }
+
+    combined = cluster.combine([round_(0.2, 0.1, 9.0), round_(0.3, 0.05, 9.0), round_(0.25, 0.2, 9.0)])
+    assert combined["cpu_s_per_document"] == {cluster.WORKER_PART: 0.25, "cassandra1": 0.1, "dagster_webserver": 9.0}
+    capacity = combined["capacity"]
+    assert "dagster_webserver" not in capacity["cpu_s_per_document"]  # serves the operator: not projected
+    assert capacity["projection"]["1"] == {"documents_per_hour": 14_400, "saturates": cluster.WORKER_PART}
+    assert capacity["projection"]["4"] == {"documents_per_hour": 36_000, "saturates": "cassandra1"}
+    assert len(combined["rounds"]) == 3
