@@ -146,7 +146,11 @@ def measure(documents: int, workdir: Path) -> dict:
             idle_before, idle_started = cpu.snapshot(parts), time.monotonic()
             time.sleep(IDLE_S)
             idle = cpu.delta(idle_before, cpu.snapshot(parts))
-            idle_rate = {part: seconds / (time.monotonic() - idle_started) for part, seconds in idle.items()}
+            idle_rate = {
+                part: seconds / (time.monotonic() - idle_started)
+                for part, seconds in idle.items()
+                if seconds is not None
+            }
             before = cpu.snapshot(parts)
             started = time.monotonic()
             log(f"counted run over {len(keys)} documents")
@@ -170,7 +174,9 @@ def measure(documents: int, workdir: Path) -> dict:
         if left:
             log(f"cleanup left {left[:3]}")
     # What the documents cost: the run's CPU less what the part spends idle over as long a time.
-    net = {part: max(0.0, seconds - idle_rate.get(part, 0.0) * wall) for part, seconds in spent.items()}
+    # (a part restarted meanwhile has no figure)
+    measured = {part: seconds for part, seconds in spent.items() if seconds is not None}
+    net = {part: max(0.0, seconds - idle_rate.get(part, 0.0) * wall) for part, seconds in measured.items()}
     per_document = {part: round(seconds / len(keys), 4) for part, seconds in net.items()}
     projected = {p: c for p, c in per_document.items() if p not in NOT_PROJECTED}
     return {
@@ -182,7 +188,7 @@ def measure(documents: int, workdir: Path) -> dict:
         "wall_s": round(wall, 1),
         "cpu_s": spent,
         "idle_cpu_s_per_s": {part: round(rate, 4) for part, rate in idle_rate.items()},
-        "cpu_s_per_document_gross": {part: round(seconds / len(keys), 4) for part, seconds in spent.items()},
+        "cpu_s_per_document_gross": {part: round(seconds / len(keys), 4) for part, seconds in measured.items()},
         "cpu_s_per_document": per_document,
         "workers": len(parts[WORKER_PART]),
         "capacity": cpu.capacity(projected, WORKER_PART, workers=(1, 4, 16)),

@@ -74,14 +74,28 @@ def tree_cpu_ticks(root: int, stats: Mapping[int, Stat]) -> int:
     return sum(stats[pid].ticks for pid in set(descendants(root, stats)) if pid in stats)
 
 
-def snapshot(parts: Mapping[str, Iterable[int]]) -> dict[str, float]:
-    """{part: CPU-seconds so far} for parts given as the roots of their process trees."""
+def snapshot(parts: Mapping[str, Iterable[int]]) -> dict[str, float | None]:
+    """{part: CPU-seconds so far} for parts given as the roots of their process trees; None for a
+    part one of whose roots is gone (a server restarted meanwhile: its CPU is not comparable)."""
     stats = read_stats()
-    return {name: sum(tree_cpu_ticks(pid, stats) for pid in pids) / CLK_TCK for name, pids in parts.items()}
+    out: dict[str, float | None] = {}
+    for name, pids in parts.items():
+        roots = list(pids)
+        out[name] = (
+            None
+            if any(pid not in stats for pid in roots)
+            else sum(tree_cpu_ticks(pid, stats) for pid in roots) / CLK_TCK
+        )
+    return out
 
 
-def delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, float]:
-    return {name: round(after[name] - before.get(name, 0.0), 3) for name in after}
+def delta(before: Mapping[str, float | None], after: Mapping[str, float | None]) -> dict[str, float | None]:
+    """after - before per part; None where either reading is missing or the CPU went backwards."""
+    out: dict[str, float | None] = {}
+    for name, value in after.items():
+        start = before.get(name)
+        out[name] = round(value - start, 3) if value is not None and start is not None and value >= start else None
+    return out
 
 
 def self_cpu_s() -> float:

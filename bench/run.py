@@ -263,7 +263,12 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
 
     ws_triples = footprint.workspace("triples")
     log(f"triples: inserting {args.triples:,} generated quads")
-    triples = runner.worker("triples", {"workspace": ws_triples, "bucket": footprint.bucket, "count": args.triples})
+    try:
+        triples = runner.worker("triples", {"workspace": ws_triples, "bucket": footprint.bucket, "count": args.triples})
+    except RuntimeError:  # Cassandra restarted by someone else's test meanwhile: once more, after it is back
+        log("triples: the worker failed; once more in 30 s")
+        time.sleep(30)
+        triples = runner.worker("triples", {"workspace": ws_triples, "bucket": footprint.bucket, "count": args.triples})
 
     result = compute(samples, large_graph, large_bare, triples, corpus_info, keys)
     result["like_for_like_corpus"] = like_for_like_side(samples["graph"], samples["embedded"], samples)

@@ -55,7 +55,17 @@ def test_snapshot_of_this_process_grows_with_work():
     while cpu.self_cpu_s() < deadline:
         pass
     spent = cpu.delta(first, cpu.snapshot(parts))["me"]
-    assert 0.05 <= spent <= 1.0
+    assert spent is not None and 0.05 <= spent <= 1.0
+
+
+def test_a_part_restarted_between_readings_has_no_figure():
+    assert cpu.snapshot({"gone": [999_999_999]}) == {"gone": None}
+    assert cpu.delta({"a": 5.0, "b": None, "c": 9.0}, {"a": 7.5, "b": 3.0, "c": 1.0, "d": 2.0}) == {
+        "a": 2.5,
+        "b": None,
+        "c": None,  # a new process under the same name: its CPU started again from 0
+        "d": None,
+    }
 
 
 def test_cpu_at_interpolates_between_samples():
