@@ -51,7 +51,7 @@ IMPROVEMENTS: dict[str, str] = {
     "consistently instead of unstructured's sniff of the first line, ragged rows kept",
     "encoding": "text decoded by the decoder's encoding rule (byte-order marks, UTF-16/32, cp1252 preferred "
     "among look-alikes) where unstructured's guess read other characters",
-    "complex-pdf": "a long PDF is parsed in page ranges (partitioning.pdf_page_ranges), so unstructured's "
+    "complex-pdf": "a long PDF is parsed in page ranges (formats/pdf.py: page_ranges), so unstructured's "
     "`is_pdf_too_complex` heuristic (one page with too many graphics operations) empties only the range "
     "holding that page; bare `fast` on the whole PDF returns no element at all",
     "password": "a document that needs a password is refused naming the cause (`PDF is password-protected`, "

@@ -9,11 +9,20 @@ import time
 import pytest
 
 from tests import docgen
-from ud_assets.decoding import detect, isolation
-from ud_assets.decoding.isolation import IsolatedPartitioner, isolation_available, isolation_enabled
+from ud_assets.decoding import detect, formats, isolation
+from ud_assets.decoding.formats.pdf import SPLIT_MIN_BYTES
+from ud_assets.decoding.isolation import (
+    IsolatedPartitioner,
+    child,
+    children,
+    client,
+    isolation_available,
+    isolation_enabled,
+    server,
+)
 from ud_assets.decoding.limits import Limits
-from ud_assets.decoding.model import ConfigError, DecodeError, DecoderConfig, Partitioned
-from ud_assets.decoding.partitioning import SPLIT_MIN_BYTES, partition_bytes
+from ud_assets.decoding.model import ConfigError, DecodeError, DecoderBug, DecoderConfig, Partitioned
+from ud_assets.decoding.partitioning import partition_bytes
 
 CONFIG = DecoderConfig()
 GOOD = (docgen.markdown(), detect.MARKDOWN)
@@ -39,13 +48,13 @@ def _no_children_left() -> bool:
 # -- injected misbehaviour (no warm-up needed) ---------------------------------------------------
 
 
-def hangs_on_request(data, mime, config, filename):
+def hangs_on_request(data, mime, config, filename, *, budget):
     if data == b"hang":
         time.sleep(600)
-    return partition_bytes(data, mime, config, filename)
+    return partition_bytes(data, mime, config, filename, budget=budget)
 
 
-def balloons_on_request(data, mime, config, filename):
+def balloons_on_request(data, mime, config, filename, *, budget):
     if data == b"balloon":
         block = bytearray(2 * 1024**3)  # 2 GB, every page touched
         block[::4096] = b"\x01" * len(block[::4096])
@@ -53,10 +62,10 @@ def balloons_on_request(data, mime, config, filename):
         chunks = []
         while True:  # many small allocations: the cap stops them too
             chunks.append(b"\x01" * (1 << 20))
-    return partition_bytes(data, mime, config, filename)
+    return partition_bytes(data, mime, config, filename, budget=budget)
 
 
-def crashes_on_request(data, mime, config, filename):
+def crashes_on_request(data, mime, config, filename, *, budget):
     if data == b"segfault":
         faulthandler.disable()  # pytest's handler would print the child's stack: expected here
         os.kill(os.getpid(), signal.SIGSEGV)
@@ -66,7 +75,7 @@ def crashes_on_request(data, mime, config, filename):
         raise ConfigError("strategy hi_res needs local layout-model weights")
     if data == b"bug":
         raise KeyError("missing")
-    return partition_bytes(data, mime, config, filename)
+    return partition_bytes(data, mime, config, filename, budget=budget)
 
 
 def test_a_hanging_document_is_stopped_and_the_next_one_decodes(warm):
@@ -146,7 +155,7 @@ def test_children_survive_a_parent_that_used_torch_openmp():
     matrix = torch.rand(300, 300)
     (matrix @ matrix).sum().item()  # the parent's OpenMP pool is now started
 
-    def torch_target(data, mime, config, filename):
+    def torch_target(data, mime, config, filename, *, budget):
         import torch
 
         square = torch.rand(300, 300)
@@ -183,7 +192,7 @@ def test_twenty_documents_in_a_row_match_in_process_decoding(warm):
         assert parted == expected, name
         assert stats["isolated"] and stats["child_peak_rss_mb"] > 0
         # A long parse also reports what it cost in private memory (too dear to read for short ones).
-        assert stats["child_private_mb"] > 0 if stats["work_s"] >= isolation.PRIVATE_MEMORY_AFTER_S else True
+        assert stats["child_private_mb"] > 0 if stats["work_s"] >= server.PRIVATE_MEMORY_AFTER_S else True
         assert stats["wall_s"] >= stats["work_s"] > 0
         overheads.append(stats["fork_overhead_ms"])
         spawned.append(stats["spawn_ms"] is not None)
@@ -259,6 +268,13 @@ def test_an_unreadable_pdf_big_enough_to_split_fails_as_the_whole_parse_does(war
     assert warm.partition(*GOOD, CONFIG)[0] == partition_bytes(*GOOD, CONFIG)
 
 
+# Every partitioner module a batch's warm-up imports (the families' together: formats.warm_modules).
+WARM_IMPORTS = (
+    *("md", "html", "text", "csv", "tsv", "pdf", "docx", "pptx", "xlsx"),
+    *("odt", "epub", "rtf", "email", "xml", "json", "rst", "image"),
+)
+
+
 def test_a_process_warms_only_the_formats_it_decodes():
     """One document pays for its own parser's import, not for every format's (python-docx...)."""
     import subprocess
@@ -268,19 +284,20 @@ def test_a_process_warms_only_the_formats_it_decodes():
     script = textwrap.dedent("""
         import sys
         from tests import docgen
-        from ud_assets.decoding import detect, isolation
+        from ud_assets.decoding import detect, isolation, warmup
         from ud_assets.decoding.model import DecoderConfig
         parted, _ = isolation.default_partitioner().partition(docgen.pdf_text(2), detect.PDF, DecoderConfig())
         assert parted.elements
         loaded = lambda: sorted(m for m in ("docx", "pptx", "openpyxl") if m in sys.modules)
-        print(sorted(isolation._warmed), loaded())
+        print(sorted(warmup._warmed), loaded())
         isolation.warm_up()
-        print(sorted(isolation._warmed), loaded())
+        print(sorted(warmup._warmed), loaded())
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
     first, after_all = out.stdout.strip().splitlines()[-2:]
     assert first == "['html', 'md', 'pdf', 'text'] []"
-    assert after_all == f"{sorted(isolation._WARM_IMPORTS)} ['docx', 'openpyxl', 'pptx']"
+    assert after_all == f"{sorted(formats.warm_modules())} ['docx', 'openpyxl', 'pptx']"
+    assert set(formats.warm_modules()) == set(WARM_IMPORTS)
 
 
 def test_isolation_is_available_here():
@@ -288,7 +305,7 @@ def test_isolation_is_available_here():
 
 
 def _held_lock_target(lock):
-    def target(data, mime, config, filename):
+    def target(data, mime, config, filename, *, budget):
         with lock:  # held by another thread of the parent when the child was forked: never free here
             return Partitioned(elements=[], strategy_used="fast")
 
@@ -300,7 +317,7 @@ def test_a_child_blocked_on_a_lock_inherited_at_fork_is_our_fault_not_the_docume
 
     from ud_assets.processing.runner import document_failure
 
-    monkeypatch.setattr(isolation, "STALL_S", 1.0)
+    monkeypatch.setattr(children, "STALL_S", 1.0)
     lock, release = threading.Lock(), threading.Event()
 
     def hold():
@@ -328,9 +345,9 @@ def test_a_child_blocked_on_a_lock_inherited_at_fork_is_our_fault_not_the_docume
 def test_a_stall_is_retried_in_a_fresh_child(monkeypatch):
     import threading
 
-    monkeypatch.setattr(isolation, "STALL_S", 1.0)
+    monkeypatch.setattr(children, "STALL_S", 1.0)
     lock, attempts = threading.Lock(), []
-    real_once = isolation._run_in_child_once
+    real_once = client._run_in_child_once
 
     def once(target, limits, args):
         attempts.append(lock.locked())
@@ -340,7 +357,7 @@ def test_a_stall_is_retried_in_a_fresh_child(monkeypatch):
             if lock.locked():
                 lock.release()  # the thread that held it at the first fork is done by the second
 
-    monkeypatch.setattr(isolation, "_run_in_child_once", once)
+    monkeypatch.setattr(client, "_run_in_child_once", once)
     lock.acquire()
     parted, _stats = IsolatedPartitioner(Limits(timeout_s=60), warm=False, target=_held_lock_target(lock)).partition(
         *GOOD, CONFIG
@@ -351,9 +368,9 @@ def test_a_stall_is_retried_in_a_fresh_child(monkeypatch):
 def test_a_child_waiting_for_a_program_of_its_own_is_not_a_stall(monkeypatch):
     import subprocess
 
-    monkeypatch.setattr(isolation, "STALL_S", 1.0)
+    monkeypatch.setattr(children, "STALL_S", 1.0)
 
-    def target(data, mime, config, filename):
+    def target(data, mime, config, filename, *, budget):
         subprocess.run(["sleep", "3"], check=True)  # idle itself while its program works (LibreOffice...)
         return Partitioned(elements=[], strategy_used="fast")
 
@@ -369,7 +386,7 @@ def test_a_fork_while_another_thread_is_inside_libmagic_does_not_hang_the_child(
 
     from ud_assets.decoding.detect import sniff
 
-    monkeypatch.setattr(isolation, "STALL_S", 2.0)
+    monkeypatch.setattr(children, "STALL_S", 2.0)
     sniff(b"%PDF-1.4")  # python-magic's shared instance exists, as in a warm worker
     shared = magic._instances[True]
     holding, release = threading.Event(), threading.Event()
@@ -394,12 +411,13 @@ PARENT_THAT_DIES = """
 import os, signal, sys
 sys.path.insert(0, {repo!r})
 from ud_assets.decoding import detect, isolation
+from ud_assets.decoding.isolation import pool
 from ud_assets.decoding.limits import Limits
 from ud_assets.decoding.model import DecoderConfig
 from tests.decoding.test_isolation import crashes_on_request
 partitioner = isolation.IsolatedPartitioner(Limits(timeout_s=120), target=crashes_on_request, warm=False)
 partitioner.partition(b"a first document", detect.PLAIN, DecoderConfig(strategy="fast"))
-(worker,) = [w for idle in isolation._idle_workers.values() for w in idle]
+(worker,) = [w for idle in pool._idle_workers.values() for w in idle]
 print(worker.pid, flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
 """
@@ -454,13 +472,13 @@ def test_our_own_failure_in_the_child_fails_the_run_not_the_document(monkeypatch
     the run fails with the child's traceback instead of recording it against the document."""
     from ud_assets.processing.runner import document_failure
 
-    def fresh_child_target(data, mime, config, filename):  # a closure: forked per document
-        return partition_bytes(data, mime, config, filename)
+    def fresh_child_target(data, mime, config, filename, *, budget):  # a closure: forked per document
+        return partition_bytes(data, mime, config, filename, budget=budget)
 
     isolation.reap_children(block=True)  # no idle child of an earlier test: this one is forked now
-    monkeypatch.setattr(isolation, "_enter_child", _broken_enter)
+    monkeypatch.setattr(child, "enter", _broken_enter)
     target = crashes_on_request if reusable else fresh_child_target
-    with pytest.raises(isolation.DecoderBug, match="a bug in setting up the child") as caught:
+    with pytest.raises(DecoderBug, match="a bug in setting up the child") as caught:
         IsolatedPartitioner(Limits(timeout_s=60), target=target, warm=False).partition(b"fine", detect.PLAIN, CONFIG)
     assert document_failure("notes.txt", caught.value) is None
     monkeypatch.undo()

@@ -82,6 +82,7 @@ def test_nothing_changes_when_torch_or_thinc_is_already_loaded():
 
 def test_an_environment_that_cannot_load_spacy_is_not_the_documents_fault(monkeypatch):
     from ud_assets.decoding import partitioning
+    from ud_assets.decoding.formats import pdf
     from ud_assets.decoding.model import DecodeError, DecoderConfig
 
     def broken() -> bool:
@@ -90,8 +91,14 @@ def test_an_environment_that_cannot_load_spacy_is_not_the_documents_fault(monkey
     monkeypatch.setattr(partitioning, "load_thinc_without_torch", broken)
     for call in (
         lambda: partitioning.partition_bytes(b"# Title\n\nText.\n", "text/markdown", DecoderConfig()),
-        lambda: partitioning.partition_pdf_pages(
-            b"%PDF-1.4", "application/pdf", DecoderConfig(), pages=range(1), strategy="fast"
+        lambda: pdf.partition_pages(
+            partitioning.PARSER,
+            b"%PDF-1.4",
+            "application/pdf",
+            DecoderConfig(),
+            None,
+            pdf.PdfPlan("fast", [], 1),
+            range(1),
         ),
     ):
         with pytest.raises(ImportError, match="thinc is broken") as raised:

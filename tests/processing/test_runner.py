@@ -203,12 +203,12 @@ def _no_work_folder(monkeypatch):
 
 
 def _child_plumbing(monkeypatch):
-    from ud_assets.decoding import isolation
+    from ud_assets.decoding.isolation import child
 
     def broken(*args, **kwargs):
         raise RuntimeError("a bug in the child's set-up")
 
-    monkeypatch.setattr(isolation, "_enter_child", broken)
+    monkeypatch.setattr(child, "enter", broken)
 
 
 def _parser_import(monkeypatch):

@@ -64,7 +64,7 @@ def partition_document(
     data: bytes, info: DocumentInfo, config: DecoderConfig, filename: str | None = None
 ) -> list[Element]:
     """unstructured's elements (plus images found without it); records the strategy used on info."""
-    from .isolation import default_partitioner
+    from .isolation.client import default_partitioner
 
     # Each document is parsed in a child forked from a warm process, with time and memory limits.
     parted, stats = default_partitioner().partition(data, info.mime_type, config, filename)

@@ -4,7 +4,7 @@ The checks (formats.check_input: the size here, then each format family's own, w
 here they share) read headers only (PDF cross-reference, ZIP central directory, OLE2 directory):
 no parser runs, so a zip bomb or a 100,000-page PDF is refused in milliseconds with a message
 naming the cause. What cannot be known from headers (a parser looping, memory ballooning) is
-the isolated child's job (isolation.py).
+the isolated child's job (isolation/).
 """
 
 from __future__ import annotations
@@ -65,36 +65,22 @@ class Limits:
         return self.memory_mb * MiB
 
 
-# The limits of the parse running in this process and its wall-clock deadline (time.monotonic()):
-# set for good in an isolated child, around the call in-process. What a parser that runs another
-# program (LibreOffice) hands on to it.
-_active: tuple[Limits, float] | None = None
+@dataclass(frozen=True)
+class Budget:
+    """One parse's limits and its wall-clock deadline (time.monotonic()), handed down the calls of
+    the parse: what a parser that runs another program (LibreOffice) gives it, and the limits the
+    checks of an inner document apply. Started in the isolated child, or around the call in-process."""
 
+    limits: Limits
+    deadline: float
 
-def activate(limits: Limits) -> None:
-    """Start the clock of a parse within `limits` (isolation does, in the child and in-process)."""
-    global _active
-    _active = (limits, time.monotonic() + limits.timeout_s)
+    @classmethod
+    def start(cls, limits: Limits) -> Budget:
+        """A parse within `limits`, starting now."""
+        return cls(limits, time.monotonic() + limits.timeout_s)
 
-
-def deactivate() -> None:
-    global _active
-    _active = None
-
-
-def current() -> Limits:
-    """The limits of the parse running here (the environment's when none was activated)."""
-    return Limits.from_env() if _active is None else _active[0]
-
-
-def budget() -> tuple[float, int]:
-    """Seconds left and the memory allowance (MB) of the parse running here (the environment's
-    limits when none was activated)."""
-    if _active is None:
-        limits = Limits.from_env()
-        return limits.timeout_s, limits.memory_mb
-    limits, deadline = _active
-    return deadline - time.monotonic(), limits.memory_mb
+    def seconds_left(self) -> float:
+        return self.deadline - time.monotonic()
 
 
 def _positive(env: Mapping[str, str], name: str, default: _Number, kind: type[_Number]) -> _Number:

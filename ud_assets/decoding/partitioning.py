@@ -2,22 +2,22 @@
 
 unstructured is imported inside the functions: loading it pulls spaCy (seconds), and code that
 only describes the asset graph must never pay that. spaCy is loaded without torch
-(spacy_loading.py).
+(spacy_loading.py). Which strategy runs is strategy.py's; what a format family does differently,
+its own module's (formats/).
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
-import itertools
 import logging
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from . import detect, formats
+from . import detect, formats, strategy
 from .formats.base import NOT_TRANSCRIBED, Parser, transcribed_by_a_model
+from .limits import Budget, Limits
 from .model import (
     ConfigError,
     DecodeError,
@@ -25,7 +25,6 @@ from .model import (
     DecoderConfig,
     Element,
     ElementExtra,
-    ImageData,
     Partitioned,
     PartitionKwargs,
 )
@@ -36,10 +35,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# The setting that points unstructured-inference at local layout-model weights.
-LOCAL_WEIGHTS_SETTING = "UNSTRUCTURED_DEFAULT_MODEL_INITIALIZE_PARAMS_JSON_PATH"
-_DEFAULT_LAYOUT_REPO = ("unstructured-io/yolo_x_layout", "yolox_l0.05.onnx")
-
 
 def unstructured_version() -> str:
     from importlib.metadata import version
@@ -47,86 +42,30 @@ def unstructured_version() -> str:
     return version("unstructured")
 
 
-def layout_weights_available() -> bool:
-    """True when hi_res can load its layout model without reaching a model hub."""
-    configured = os.environ.get(LOCAL_WEIGHTS_SETTING)
-    if configured:
-        return os.path.isfile(configured)
-    try:
-        from huggingface_hub import try_to_load_from_cache
-
-        cached = try_to_load_from_cache(*_DEFAULT_LAYOUT_REPO)
-        return isinstance(cached, str) and os.path.isfile(cached)
-    except (ImportError, ValueError, OSError):  # no huggingface_hub, or no usable cache: no weights
-        return False
-
-
-def resolve_strategy(config: DecoderConfig, mime: str, data: bytes) -> str:
-    """The strategy partition() will really run: never one that reaches for a model hub.
-
-    auto on a PDF with a text layer is fast; on a scanned PDF or an image, ocr_only (tesseract,
-    installed locally). Other formats have their own parsers: their strategy is fast.
-    """
-    asked = config.strategy
-    ocr_capable = formats.family_of(mime).ocr
-    if asked == "hi_res":
-        if not ocr_capable:
-            return "fast"
-        if not layout_weights_available():
-            raise ConfigError(
-                f"strategy hi_res needs local layout-model weights and none are installed; "
-                f"set {LOCAL_WEIGHTS_SETTING} to a JSON file naming a local model_path, or use auto/fast/ocr_only"
-            )
-        return "hi_res"
-    if not ocr_capable:
-        return "fast"
-    if asked == "auto":
-        if mime.startswith("image/"):
-            return "ocr_only"
-        return "fast" if pdf_has_text(data) else "ocr_only"
-    if asked == "fast" and mime.startswith("image/"):
-        return "ocr_only"  # an image has no text layer to read
-    return asked
-
-
-def strategy_notes(config: DecoderConfig, strategy: str) -> list[str]:
-    """What the decode records when the strategy run is not the one asked for (or auto chose it)."""
-    if config.strategy == "auto" or strategy != config.strategy:
-        return [f"strategy {config.strategy} ran as {strategy}"]
-    return []
-
-
-def pdf_has_text(data: bytes, pages_to_check: int = 5) -> bool:
-    import pypdfium2 as pdfium
-
-    pdf = pdfium.PdfDocument(data)
-    try:
-        for index in range(min(len(pdf), pages_to_check)):
-            page = pdf[index]
-            textpage = page.get_textpage()
-            try:
-                if textpage.count_chars() > 0:
-                    return True
-            finally:
-                textpage.close()
-                page.close()
-        return False
-    finally:
-        pdf.close()
-
-
 def partition_bytes(
     data: bytes,
     mime: str,
     config: DecoderConfig,
     filename: str | None = None,
+    *,
+    budget: Budget | None = None,
 ) -> Partitioned:
-    """unstructured's elements for one document, as plain data, in document order."""
+    """unstructured's elements for one document, as plain data, in document order.
+
+    `budget`: the parse's limits and deadline (isolation gives it; a call of its own is given the
+    environment's limits, starting now), what a family that runs another program hands on."""
     if not data:
         raise DecodeError("empty document (0 bytes)")
+    with parsing(mime):
+        return _partition_bytes(data, mime, config, filename, budget)
+
+
+@contextlib.contextmanager
+def parsing(mime: str) -> Iterator[None]:
+    """What a parse runs inside: spaCy loaded without torch, then parser_failures."""
     load_thinc_without_torch()  # outside the try: an environment that cannot load it is our fault
     with parser_failures(mime):
-        return _partition_bytes(data, mime, config, filename)
+        yield
 
 
 @contextlib.contextmanager
@@ -144,19 +83,22 @@ def parser_failures(mime: str) -> Iterator[None]:
         raise DecodeError(_describe_failure(exc, mime)) from exc
 
 
-def _partition_bytes(data: bytes, mime: str, config: DecoderConfig, filename: str | None) -> Partitioned:
-    strategy = resolve_strategy(config, mime, data)
-    notes = strategy_notes(config, strategy)
+def _partition_bytes(
+    data: bytes, mime: str, config: DecoderConfig, filename: str | None, budget: Budget | None
+) -> Partitioned:
+    family = formats.family_of(mime)
+    chosen = strategy.resolve(family.strategy, config, data)
+    notes = strategy.notes(config, chosen)
 
-    own = formats.family_of(mime).partition  # e-mail: body and attachments; legacy Office: converted first
+    own = family.partition  # e-mail: body and attachments; legacy Office: converted first
     if own is not None:
-        return own(PARSER, data, mime, config, strategy, notes, filename)
+        return own(PARSER, data, mime, config, chosen, notes, filename, budget or Budget.start(Limits.from_env()))
 
-    elements = _partition(data, mime, config, strategy, filename)
-    add_images = formats.family_of(mime).add_images  # found outside unstructured (PDF, EPUB)
+    elements = _partition(data, mime, config, chosen, filename)
+    add_images = family.add_images  # found outside unstructured (PDF, EPUB)
     if add_images is not None:
         elements = add_images(elements, data)
-    return Partitioned(elements, strategy, notes)
+    return Partitioned(elements, chosen, notes)
 
 
 def _partition(
@@ -240,116 +182,7 @@ def to_element(el: UnstructuredElement) -> Element:
     )
 
 
-# -- a large PDF parsed as page ranges, concurrently -------------------------------------------
-# unstructured's fast strategy reads a PDF page by page (pdfminer); only the element hierarchy
-# (parent_id) spans pages. So page ranges parsed apart, numbered from their first page and put
-# back in order with the hierarchy linked over the whole document, give exactly the elements of
-# one pass (tested: tests/decoding/test_partitioning.py and tests/decoding/test_isolation.py), in
-# about 1/n of the time on n cores.
-
-MIN_PAGES_PER_PART = 16  # below this a range's fork and sub-document cost more than they save
-SPLIT_MIN_BYTES = 16 * 1024  # smaller PDFs (a page or a few) are parsed whole without asking
-
-
-@dataclass
-class PdfPlan:
-    strategy: str
-    notes: list[str]
-    pages: int  # 0 when the page tree could not be read: parsed whole, failing with unstructured's own cause
-
-
-@dataclass
-class PdfPart:
-    elements: list[Element]  # unstructured's elements of the range, without pictures
-    images: list[ImageData]  # the range's pictures, found in the whole document
-
-
-def plan_pdf(data: bytes, mime: str, config: DecoderConfig, filename: str | None = None) -> PdfPlan:
-    """The strategy a PDF would be parsed with and its page count (opens the PDF: run it in a child)."""
-    import pypdfium2 as pdfium
-
-    strategy = resolve_strategy(config, mime, data)
-    notes = strategy_notes(config, strategy)
-    try:
-        pdf = pdfium.PdfDocument(data)
-    except pdfium.PdfiumError:  # not loadable: the whole parse reports the cause
-        return PdfPlan(strategy, notes, 0)
-    try:
-        return PdfPlan(strategy, notes, len(pdf))
-    finally:
-        pdf.close()
-
-
-def pdf_page_ranges(plan: PdfPlan, config: DecoderConfig, workers: int) -> list[range]:
-    """0-based page ranges to parse concurrently, or [] to parse the PDF whole.
-
-    Only the fast strategy reads pages independently; automatic language detection looks at the
-    whole document's text, so it keeps the document whole too."""
-    if plan.strategy != "fast" or "auto" in config.languages:
-        return []
-    parts = min(workers, plan.pages // MIN_PAGES_PER_PART)
-    if parts < 2:
-        return []
-    bounds = [round(i * plan.pages / parts) for i in range(parts + 1)]
-    return [range(start, end) for start, end in itertools.pairwise(bounds)]
-
-
-def partition_pdf_pages(
-    data: bytes, mime: str, config: DecoderConfig, filename: str | None = None, *, pages: range, strategy: str
-) -> PdfPart:
-    """unstructured's elements of some pages of a PDF, numbered as in the whole document."""
-    from . import images
-
-    load_thinc_without_torch()  # outside the try, as in partition_bytes
-    with parser_failures(mime):
-        part = _pdf_subset(data, pages)
-        elements = _partition(part, mime, config, strategy, filename, starting_page_number=pages.start + 1)
-        return PdfPart(elements, images.pdf_images(data, pages))
-
-
-def merge_pdf_parts(parts: list[PdfPart], plan: PdfPlan) -> Partitioned:
-    """The parts' elements in page order, linked and with their pictures, as one pass gives them."""
-    elements = [element for part in parts for element in part.elements]
-    _link_hierarchy(elements)
-    found = [image for part in parts for image in part.images]
-    return Partitioned(formats.pdf.place_images(elements, found), plan.strategy, list(plan.notes))
-
-
-def _pdf_subset(data: bytes, pages: range) -> bytes:
-    import pypdfium2 as pdfium
-
-    source, subset = pdfium.PdfDocument(data), pdfium.PdfDocument.new()
-    try:
-        subset.import_pages(source, list(pages))
-        buffer = io.BytesIO()
-        subset.save(buffer)
-        return buffer.getvalue()
-    finally:
-        subset.close()
-        source.close()
-
-
-def _link_hierarchy(elements: list[Element]) -> None:
-    """parent_id over the whole document with unstructured's own rule (each part saw its pages only)."""
-    from types import SimpleNamespace
-
-    from unstructured.partition.common.metadata import set_element_hierarchy
-
-    views = [
-        SimpleNamespace(
-            id=e.element_id,
-            category=e.category,
-            metadata=SimpleNamespace(parent_id=None, category_depth=e.category_depth),
-        )
-        for e in elements
-    ]
-    # Stand-ins with just what the rule reads (id, category, metadata.parent_id/category_depth):
-    # real elements would cost several times more on a long PDF.
-    set_element_hierarchy(cast("list[UnstructuredElement]", views))
-    for element, view in zip(elements, views):
-        element.parent_id = view.metadata.parent_id
-
-
-# What a family's own partition (Format.partition) calls back: this module's parse of a kind by
-# unstructured, the whole parse of an inner document, and the checks before parsing.
-PARSER = Parser(partition=_partition, partition_bytes=partition_bytes, check_input=formats.check_input)
+# What a family's own code (Format.partition, Split.part) calls back: this module's parse of a kind
+# by unstructured, the whole parse of an inner document, the checks before parsing, and what a
+# parse runs inside.
+PARSER = Parser(partition=_partition, partition_bytes=partition_bytes, check_input=formats.check_input, parsing=parsing)

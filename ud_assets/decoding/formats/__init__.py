@@ -1,9 +1,9 @@
 """The format families, and the one list of them (FAMILIES).
 
 Each family is one module of this package declaring a `FORMAT` (base.Format): its MIME types,
-its logic version, the partitioner modules its warm-up imports and its page labels. Format-free
-code (decoder, isolation, the generation records, the upgrade schedule) asks this registry, never
-a MIME type. Adding a format family is one new module and one line in FAMILIES.
+its logic version, the partitioner modules and documents its warm-up uses, its page labels, its
+strategy and its split. Format-free code (decoder, partitioning, isolation, warmup, the generation
+records, the upgrade schedule) asks this registry, never a MIME type. Adding a format family is one new module and one line in FAMILIES.
 
 Logic versions. A generation records `decoder_version(mime)`: "<shared>.<family>-<version>", e.g.
 "2.pdf-1": SHARED_LOGIC_VERSION (model.py, the format-free logic: assembly, grouping, ids,
@@ -19,6 +19,8 @@ logic bumps SHARED_LOGIC_VERSION and re-decodes every document.
 """
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 from .. import detect
 from .. import limits as limits_module
@@ -59,8 +61,12 @@ __all__ = [
     "is_current",
     "page_label",
     "versions_label",
+    "warm_documents",
     "warm_imports",
+    "warm_modules",
 ]
+# unstructured's text partitioners, which every format uses: a process decoding anything imports them.
+BASE_IMPORTS = ("md", "html", "text")
 
 
 def family_of(mime: str) -> Format:
@@ -80,6 +86,31 @@ def check_input(data: bytes, mime: str, limits: Limits) -> None:
 def warm_imports(mime: str) -> tuple[str, ...] | None:
     """unstructured's partitioner modules this kind needs; None when not known (warm them all)."""
     return family_of(mime).warm_imports.get(mime)
+
+
+def warm_modules(mime: str | None = None) -> tuple[str, ...]:
+    """unstructured's partitioner modules a process imports to decode `mime`: the base ones and
+    its family's; every family's when `mime` is None or its modules are not known. A process that
+    decodes one document imports only these (pandas alone costs a second); a batch warms them all."""
+    needed = warm_imports(mime) if mime else None
+    if needed is None:
+        needed = tuple(
+            module
+            for family in FAMILIES
+            for module in (*(m for modules in family.warm_imports.values() for m in modules), *family.warm_all)
+        )
+    return tuple(dict.fromkeys(BASE_IMPORTS + needed))
+
+
+def warm_documents(imported: Collection[str]) -> list[tuple[str, bytes]]:
+    """(kind, document) of each family's warm document whose partitioner modules (the base ones
+    when it names none) are among those just `imported`: parsing it exercises them once."""
+    return [
+        (kind, document)
+        for family in FAMILIES
+        for kind, document in family.warm_documents.items()
+        if any(module in imported for module in (family.warm_imports.get(kind) or BASE_IMPORTS))
+    ]
 
 
 def page_label(mime: str) -> str | None:

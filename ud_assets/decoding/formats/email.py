@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import detect
 from .. import limits as limits_module
+from ..limits import Budget
 from ..model import ConfigError, DecodeError, DecoderConfig, Partitioned
 from .base import NOT_TRANSCRIBED, Format, Parser, transcribed_by_a_model
 
@@ -16,6 +17,7 @@ def partition(
     strategy: str,
     notes: list[str],
     filename: str | None,
+    budget: Budget,
 ) -> Partitioned:
     """The message body by unstructured; attachments by us (images stored, documents decoded)."""
     from .. import images
@@ -35,6 +37,7 @@ def partition(
                 kind,
                 DecoderConfig(strategy="fast" if kind != detect.PDF else "auto", languages=config.languages),
                 attachment.filename,
+                budget=budget,  # the message's: its attachments share its time
             )
         except (DecodeError, ConfigError) as exc:
             notes.append(f"attachment {attachment.filename!r} skipped: {exc}")

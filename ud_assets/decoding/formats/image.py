@@ -13,7 +13,18 @@ def check(data: bytes, mime: str, limits: Limits) -> None:
         limits_module.mislabeled(mime, data)
 
 
-# No warm_imports: a process about to decode an image warms every partitioner (isolation.warm_up).
+def strategy(asked: str, data: bytes) -> str:
+    """auto and fast read an image by OCR: it has no text layer to read."""
+    return "ocr_only" if asked in ("auto", "fast") else asked
+
+
+# No warm_imports: a process about to decode an image warms every partitioner (warmup.warm_up).
 FORMAT = Format(
-    name="image", logic_version="1", mime_types=frozenset(), mime_prefixes=("image/",), check=check, ocr=True
+    name="image",
+    logic_version="1",
+    mime_types=frozenset(),
+    mime_prefixes=("image/",),
+    warm_all=("image",),
+    check=check,
+    strategy=strategy,
 )

@@ -3,7 +3,7 @@
 unstructured does the same (`partition_doc`/`partition_ppt` shell out to `soffice`), but with the
 user's shared LibreOffice profile, no time limit and an error that only says the output file is
 missing. Here the conversion runs where `partition_bytes` runs, in the per-document child
-(isolation.py), and:
+(isolation/), within the parse's budget (its limits and deadline, passed in), and:
 
 - LibreOffice's own binary (`soffice.bin`) is started directly, not through the `soffice` script
   and `oosplash`, so it is our child: it dies with the decoder child (PR_SET_PDEATHSIG), within
@@ -39,7 +39,7 @@ from pathlib import Path
 
 from .. import detect
 from .. import limits as limits_module
-from ..limits import Limits
+from ..limits import Budget, Limits
 from ..model import DecodeError, DecoderBug, DecoderConfig, Partitioned
 from .base import Format, Parser
 
@@ -205,13 +205,13 @@ def partition(
     strategy: str,
     notes: list[str],
     filename: str | None,
+    budget: Budget,
 ) -> Partitioned:
     """A DOC or PPT converted by LibreOffice (within this parse's time and memory), then read as
     the DOCX or PPTX it became: the same elements and pictures as that format gives."""
-    seconds_left, memory_mb = limits_module.budget()
-    converted = convert(data, mime, filename, seconds_left, memory_mb)
+    converted = convert(data, mime, filename, budget.seconds_left(), budget.limits.memory_mb)
     target = detect.LEGACY_OFFICE[mime]
-    parser.check_input(converted, target, limits_module.current())  # bombs, slide count
+    parser.check_input(converted, target, budget.limits)  # bombs, slide count
     return Partitioned(parser.partition(converted, target, config, "fast", filename), strategy, notes)
 
 

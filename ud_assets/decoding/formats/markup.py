@@ -36,11 +36,14 @@ def check_nesting(data: bytes, mime: str) -> None:
                 raise DecodeError(f"{label} is nested more than {MAX_MARKUP_DEPTH} elements deep")
 
 
+WARM_HTML = b"<html><body><h1>Warm</h1><p>Up.</p></body></html>"  # parsed by the warm-up (warmup.py)
+
 FORMAT = Format(
     name="markup",
     logic_version="1",
     mime_types=frozenset({detect.HTML, detect.XML}),
     warm_imports={detect.HTML: (), detect.XML: ("xml",)},
+    warm_documents={detect.HTML: WARM_HTML},
     check=check,
     data_uri_images=frozenset({detect.HTML}),  # `<img src="data:...">` bytes kept (images/elements.py)
 )

@@ -16,6 +16,9 @@ def check(data: bytes, mime: str, limits: Limits) -> None:
         limits_module.check_text(data, mime)
 
 
+# Its parse loads spaCy's language model, so that the children do not pay it (warmup.py).
+WARM_MARKDOWN = b"# Warm-up\n\nThis sentence loads the language model. So does this one.\n"
+
 FORMAT = Format(
     name="text",
     # 2: a .txt is plain text whatever tags libmagic spots in it (it was read as HTML, losing words in
@@ -29,6 +32,7 @@ FORMAT = Format(
         detect.RTF: ("rtf",),
         detect.JSON: ("json",),
     },
+    warm_documents={detect.MARKDOWN: WARM_MARKDOWN},
     check=check,
     data_uri_images=frozenset({detect.MARKDOWN}),  # `<img src="data:...">` bytes kept (images/elements.py)
 )
