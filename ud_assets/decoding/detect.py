@@ -54,9 +54,6 @@ OCTET = "application/octet-stream"
 ZIP = "application/zip"
 OLE2 = "application/x-ole-storage"  # a Compound File Binary container (DOC, XLS, PPT, MSG...)
 
-# Legacy Office formats read through LibreOffice (converted to the OOXML format next to them).
-LEGACY_OFFICE = {DOC: DOCX, PPT: PPTX}
-
 EXTENSIONS: dict[str, str] = {
     ".pdf": PDF,
     ".docx": DOCX,

@@ -43,6 +43,8 @@ from ..limits import Budget, Limits
 from ..model import DecodeError, DecoderBug, DecoderConfig, Partitioned
 from .base import Format, Parser
 
+# What LibreOffice converts each kind to, read then as that kind.
+BECOMES = {detect.DOC: detect.DOCX, detect.PPT: detect.PPTX}
 # The filters unstructured uses (partition/doc.py, partition/ppt.py): the same conversion.
 TARGETS: dict[str, tuple[str, str]] = {
     detect.DOC: ("docx", "MS Word 2007 XML"),
@@ -210,7 +212,7 @@ def partition(
     """A DOC or PPT converted by LibreOffice (within this parse's time and memory), then read as
     the DOCX or PPTX it became: the same elements and pictures as that format gives."""
     converted = convert(data, mime, filename, budget.seconds_left(), budget.limits.memory_mb)
-    target = detect.LEGACY_OFFICE[mime]
+    target = BECOMES[mime]
     parser.check_input(converted, target, budget.limits)  # bombs, slide count
     return Partitioned(parser.partition(converted, target, config, "fast", filename), strategy, notes)
 
