@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import BinaryIO, TypeVar
 
+from resources import faults
 from resources.model import (
     DEFAULT_COLLECTION,
     DEFAULT_WORKSPACE,
@@ -186,6 +187,8 @@ class LibrarianService:
         self.description = description
         self._on_close = on_close
         self._closed = False
+        if faults.ENABLED:  # crash tests' kill points (resources/faults.py); off unless UD_FAULTS is set
+            faults.instrument(self)
 
     def __repr__(self) -> str:
         return f"<Librarian workspace={self.workspace!r} {self.description}>"

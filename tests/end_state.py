@@ -47,7 +47,9 @@ def pinned_time() -> Iterator[None]:
 class State:
     """Everything a workspace has stored, in terms that do not depend on the workspace's name."""
 
-    documents: dict[str, tuple]  # id -> (type, parent, sha256, size, kind, title, tags)
+    documents: dict[
+        str, tuple
+    ]  # id -> (type, parent, sha256, size, kind, title, tags, comments, metadata): all but times and object key
     contents: dict[str, str]  # id -> sha256 of the bytes at its object key ("missing" when absent)
     elements: dict[str, str]  # id -> sha256 of its generation's elements object
     generations: dict[str, tuple]  # id -> the generation record but its time and object key
@@ -56,6 +58,7 @@ class State:
     entity_rows: set[tuple]  # Cassandra's quads_by_entity rows (none on the embedded backend)
     collections: set[str]  # Cassandra's collection_metadata rows
     unreferenced: set[str] = field(default_factory=set)  # stored objects that no row references
+    uploads: list[tuple] = field(default_factory=list)  # the upload log in its order: (id, event, sha256)
 
     def counts(self) -> str:
         return f"{len(self.documents)} rows, {len(self.contents)} objects, {len(self.quads)} quads"
@@ -84,6 +87,12 @@ def read_embedded_state(home: Path, workspace: str) -> State:
         rows = db.execute("SELECT * FROM document WHERE workspace = ?", (workspace,)).fetchall()
         generations = db.execute("SELECT * FROM record_generation WHERE workspace = ?", (workspace,)).fetchall()
         failures = db.execute("SELECT * FROM record_failure WHERE workspace = ?", (workspace,)).fetchall()
+        uploads = [
+            tuple(r)
+            for r in db.execute(
+                "SELECT id, event, sha256 FROM upload_log WHERE workspace = ? ORDER BY seq", (workspace,)
+            )
+        ]
         quads = {
             tuple(r)
             for r in db.execute(
@@ -103,6 +112,8 @@ def read_embedded_state(home: Path, workspace: str) -> State:
                 r["kind"],
                 r["title"],
                 tuple(json.loads(r["tags"])),
+                r["comments"],
+                tuple(tuple(m) for m in json.loads(r["metadata"])),
             )
             for r in rows
         },
@@ -114,6 +125,7 @@ def read_embedded_state(home: Path, workspace: str) -> State:
         entity_rows=set(),
         collections={q[0] for q in quads},
         unreferenced=set(stored) - referenced,
+        uploads=uploads,
     )
 
 
@@ -180,6 +192,12 @@ def read_cassandra_state(workspace: str, bucket: str) -> State:
             session.execute("SELECT * FROM librarian.record_generation WHERE workspace = %s", (workspace,))
         )
         failures = list(session.execute("SELECT * FROM librarian.record_failure WHERE workspace = %s", (workspace,)))
+        uploads = [
+            (r.id, r.event, r.sha256)
+            for r in session.execute(
+                "SELECT id, event, sha256 FROM librarian.upload_log WHERE workspace = %s ORDER BY seq", (workspace,)
+            )
+        ]
         quads = {
             tuple(r)
             for r in session.execute(
@@ -196,7 +214,18 @@ def read_cassandra_state(workspace: str, bucket: str) -> State:
     referenced = {f"doc/{r.object_id}" for r in rows} | {f"doc/{g.elements_object_id}" for g in generations}
     return State(
         documents={
-            r.id: (r.document_type, r.parent_id, r.sha256, r.size, r.kind, r.title, tuple(r.tags or ())) for r in rows
+            r.id: (
+                r.document_type,
+                r.parent_id,
+                r.sha256,
+                r.size,
+                r.kind,
+                r.title,
+                tuple(r.tags or ()),
+                r.comments or "",
+                tuple(tuple(m) for m in r.metadata or ()),
+            )
+            for r in rows
         },
         contents={r.id: content(r.object_id) for r in rows},
         elements={g.document_id: content(g.elements_object_id) for g in generations},
@@ -206,6 +235,7 @@ def read_cassandra_state(workspace: str, bucket: str) -> State:
         entity_rows=entity_rows,
         collections=collections,
         unreferenced=set(stored) - referenced,
+        uploads=uploads,
     )
 
 
@@ -220,7 +250,15 @@ def assert_same_state(state: State, reference: State, what: str) -> None:
         f"{what}: rows missing {sorted(set(reference.documents) - set(state.documents))[:5]}, "
         f"extra {sorted(set(state.documents) - set(reference.documents))[:5]}"
     )
-    assert state.documents == reference.documents, f"{what}: document rows differ"
+    differ = {
+        i: (state.documents[i], reference.documents[i])
+        for i in reference.documents
+        if state.documents[i] != reference.documents[i]
+    }
+    assert differ == {}, f"{what}: document rows differ (found, expected): {dict(list(differ.items())[:3])}"
+    assert state.uploads == reference.uploads, (
+        f"{what}: upload log (id, event, sha256) in order differs:\n  found    {state.uploads}\n  expected {reference.uploads}"
+    )
     assert state.contents == reference.contents, f"{what}: object bytes differ"
     assert state.generations == reference.generations, f"{what}: generation records differ"
     assert state.elements == reference.elements, f"{what}: elements objects differ"
