@@ -8,7 +8,7 @@ fresh child per document. The child (server.py) sets itself up within the limits
 checks the input, parses and replies through a pipe (protocol.py). The parent waits with a
 wall-clock deadline and SIGKILLs the child when it passes, or when it stalls (children.py).
 
-A family that parses a large document in parts (Format.split: a PDF's page ranges) has its plan
+A family that parses a large document in parts (Format.split: page ranges, say) has its plan
 made in a child, its parts parsed in concurrent children, and their results merged.
 """
 
