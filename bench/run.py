@@ -23,9 +23,17 @@ on the system-wide monotonic clock, its peak RSS read with os.wait4:
   graph_total_s; the same for the small documents (small_ingest_s, small_graph_total_s).
   --no-ingest skips it.
 
+- like for like (issue #28; --no-like-for-like skips it): unstructured-ingest chunked by_title into
+  its sqlite destination (unstructured-ingest's own `elements` table) against the graph on the
+  embedded librarian, and into its s3 destination on the same MinIO against the graph on MinIO +
+  Cassandra, fresh processes, on the corpus and the small documents, with what each side stored.
+- cpu_per_document_ms: CPU-seconds from /proc (bench.cpu) per small document: the graph worker's
+  process tree, bare partition(), Cassandra's JVM and MinIO apart; embedded_small: the small
+  documents on the embedded librarian; cluster_capacity: python -m bench.cluster's latest figures.
+
 Targets: graph_s / raw_warm_s <= 1.25; upload_to_triples_s / cold_partition_s <= 1.5; large-PDF
 peak RSS graph / bare <= 1.5; triples_per_s >= 5000; graph_total_s / ingest_s <= 0.9 (and for the
-small documents). All figures go to --out as JSON; a short table is printed. Everything the run
+small documents); issue #28's (bench.report.TARGETS). All figures go to --out as JSON; a short table is printed. Everything the run
 created on the servers (workspaces, keyspaces, bucket) is removed.
 """
 
