@@ -66,8 +66,8 @@ def decoded_quads(folder: Path) -> dict[str, list]:
     """Each document of folder decoded into a throwaway embedded librarian: {file name: its quads}."""
     from resources.settings import load_settings, open_librarian
     from ud_assets.decoding.model import DecoderConfig
-    from ud_assets.processing.model import STAGES
     from ud_assets.processing.runner import process_document
+    from ud_assets.processing.stages import NAMES as STAGES
 
     out: dict[str, list] = {}
     with (

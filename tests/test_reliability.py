@@ -21,12 +21,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 RUN_IN_CHILD = r"""
 import sys, time, dagster as dg
-import ud_assets.processing.runner as runner
-real_store_images = runner.images_stage
+import ud_assets.processing.images as images
+real_store_images = images.images_stage
 def slow_store_images(*args, **kwargs):  # holds the run mid-materialization so the kill lands there
     time.sleep(60)
     return real_store_images(*args, **kwargs)
-runner.images_stage = slow_store_images
+images.images_stage = slow_store_images
 from ud_assets.defs.resources import LibrarianResource
 from resources.settings import reset_shared
 from tests.defs.test_assets import run
@@ -175,20 +175,20 @@ def materialized_reference(workspace: str, bucket: str, documents: dict[str, tup
 def test_object_store_killed_mid_materialization_then_back_converges(
     private_minio, instance, graph_cassandra_run, monkeypatch
 ):
-    import ud_assets.processing.runner as runner
+    import ud_assets.processing.images as images
 
     documents = {k: (make(), kind) for k, (make, kind) in OUTAGE_DOCUMENTS.items()}
     expected = materialized_reference(graph_cassandra_run.new_workspace(), "reference", documents)
     resource = LibrarianResource(backend="cassandra", workspace=graph_cassandra_run.new_workspace(), bucket="outage")
     lib = resource.get()
     upload(lib, documents)
-    real_store_images = runner.images_stage
+    real_store_images = images.images_stage
 
     def store_images_then_lose_the_server(*args, **kwargs):
         private_minio.stop()  # SIGKILL: the object store goes away in the middle of the materialization
         return real_store_images(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "images_stage", store_images_then_lose_the_server)
+    monkeypatch.setattr(images, "images_stage", store_images_then_lose_the_server)
     with pinned_time():
         result = run(resource, instance, ["notes.md", "report.pdf"])
     assert not result.success
@@ -196,7 +196,7 @@ def test_object_store_killed_mid_materialization_then_back_converges(
     assert f"127.0.0.1:{private_minio.port}" in failure.step_failure_data.error.message
     assert lib.get_generation("report.pdf") is None
 
-    monkeypatch.setattr(runner, "images_stage", real_store_images)
+    monkeypatch.setattr(images, "images_stage", real_store_images)
     private_minio.start()
     with pinned_time():
         assert run(resource, instance, ["notes.md", "report.pdf"], raise_on_error=True).success

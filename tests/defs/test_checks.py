@@ -1,34 +1,43 @@
-"""Every asset check fails when what it guards is broken, and names the document.
+"""Every asset check reads back what was stored, fails when that is wrong, and names the document
+and the entity; on both librarians.
 
-Each fault is injected where it would really happen (a wrong offset out of the decoder, a child
-the store lost, a child of another generation left behind, a triple the store dropped, a chunk cut
-at the wrong place); the other document of the batch stays good and is not named.
+Each fault is made in storage, where it would really happen: either while the run writes (a
+store that drops one image object, one chunk row, one triple) or afterwards, behind the project's
+back (a section's text rewritten with one letter changed, a charOffset one off). A fault made
+afterwards leaves the generation looking complete, so the next ordinary run skips decoding it, and
+its checks still read what is stored. The other document of the batch stays good and is not named.
 """
 
-import dataclasses
+from __future__ import annotations
 
 import pytest
 
-from resources.model import Child
+from resources.model import CHUNK, GRAPH_SOURCE, IMAGE, Child, Quad, Term
 from tests import docgen
 from tests.defs.test_subsets import materialize
-from ud_assets.decoding import chunking
-from ud_assets.defs.resources import LibrarianResource
-from ud_assets.processing import elements as elements_module
-from ud_assets.processing import runner
-from ud_assets.processing.model import Built
+from ud_assets.decoding.provenance import TG_CHAR_OFFSET
 
 ALL = {"document", "elements", "sections", "images", "chunks", "provenance_triples"}
 BAD, GOOD = "bad.pdf", "good.md"
+CHECKS = {
+    "offsets_exact": True,
+    "no_stale_children": True,
+    "children_present": True,
+    "chunk_offsets_exact": True,
+    "triple_count_consistent": True,
+}
 
 
 @pytest.fixture
-def resource(tmp_path):
-    resource = LibrarianResource(backend="embedded", home=str(tmp_path / "ud"))
-    lib = resource.get()
+def resource(librarian_resource):
+    lib = librarian_resource.get()
     lib.add_document(BAD, "application/pdf", docgen.pdf_with_text_and_image(), title=BAD)
     lib.add_document(GOOD, "text/markdown", docgen.markdown(), title=GOOD)
-    return resource
+    return librarian_resource
+
+
+def verdicts(result) -> dict[str, bool]:
+    return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
 
 
 def evaluation(result, check: str):
@@ -36,110 +45,144 @@ def evaluation(result, check: str):
     return found
 
 
-def assert_fails_naming_bad(result, check: str) -> None:
+def assert_fails_naming(result, check: str, *entities: str) -> str:
+    """The check failed for BAD only, and its description names every entity given."""
     found = evaluation(result, check)
-    assert found.passed is False
+    assert found.passed is False, f"{check} passed"
     rows = found.metadata["failing_documents"].value.records
     assert [r.data["document_id"] for r in rows] == [BAD]
     assert found.metadata["documents_checked"].value == 2
     assert found.description.startswith(f"{BAD}: ")
+    for entity in entities:
+        assert entity in found.description, f"{entity!r} not named in {found.description!r}"
+    return found.description
 
 
-def only_for_bad(real, fault):
-    """Wrap a stage so that the fault applies to the bad document only."""
-
-    def wrapped(attempt, *args, **kwargs):
-        return fault(attempt, *args, **kwargs) if attempt.document_id == BAD else real(attempt, *args, **kwargs)
-
-    return wrapped
+def children(lib, kind: str) -> list:
+    pages = lib.list_children(BAD)
+    below = [c for p in pages for c in lib.list_children(p.id)]
+    return [c for c in pages + below if c.document_type == kind]
 
 
-def test_all_checks_pass_on_good_documents(resource, instance):
+def test_all_checks_pass_when_everything_is_stored(resource, instance):
     result = materialize(resource, instance, [BAD, GOOD], ALL)
     assert result.success
-    assert {e.check_name: e.passed for e in result.get_asset_check_evaluations()} == {
-        "offsets_exact": True,
-        "no_stale_children": True,
-        "children_present": True,
-        "chunk_offsets_exact": True,
-        "triple_count_consistent": True,
-    }
+    assert verdicts(result) == CHECKS
+    # and again on a run that finds both generations current: the checks still read them back
+    again = materialize(resource, instance, [BAD, GOOD], ALL)
+    assert verdicts(again) == CHECKS
+    assert all(e.metadata["documents_checked"].value == 2 for e in again.get_asset_check_evaluations())
 
 
-def test_offsets_exact_fails_on_a_section_one_character_off(resource, instance, monkeypatch):
-    def shifted(attempt, elements):
-        built = elements_module.build(attempt, elements)
-        first = dataclasses.replace(built.sections[0], char_offset=built.sections[0].char_offset + 1)
-        return Built([first, *built.sections[1:]], built.images)
-
-    monkeypatch.setattr(runner, "build", only_for_bad(elements_module.build, shifted))
-    assert_fails_naming_bad(
-        materialize(resource, instance, [BAD, GOOD], {"document", "elements", "sections"}), "offsets_exact"
-    )
-
-
-def test_children_present_fails_when_the_store_loses_an_image(resource, instance, monkeypatch):
+def test_a_section_rewritten_with_one_letter_changed_is_named_with_its_element(resource, instance):
+    assert materialize(resource, instance, [BAD, GOOD], ALL).success
     lib = resource.get()
-    real_put = type(lib).put_children
+    page = children(lib, "page")[0]
+    text = lib.get_content(page.id)
+    at = next(i for i, c in enumerate(text) if chr(c).isalpha())  # the first element's first letter
+    changed = text[:at] + (b"Q" if text[at : at + 1] != b"Q" else b"R") + text[at + 1 :]
+    lib.objects.put(page.object_id, changed, "text/plain")  # same length: the row still looks right
 
-    def losing_put(self, children, known_parents=()):
-        return real_put(
-            self,
-            [
-                c
-                for c in children
-                if not (c.document_type == "image" and c.title == "Image 1" and c.parent_id.startswith("urn:page:"))
-            ],
-            known_parents,
-        )
-
-    monkeypatch.setattr(type(lib), "put_children", losing_put)
-    result = materialize(resource, instance, [BAD, GOOD], {"document", "elements", "sections", "images"})
-    assert_fails_naming_bad(result, "children_present")
+    result = materialize(resource, instance, [BAD, GOOD], ALL)
+    assert result.success  # the document is current: nothing decoded again
+    description = assert_fails_naming(result, "offsets_exact", page.id)
+    assert "stored text is not the document's" in description
+    assert "element " in description  # the element-offset loop names which element moved
+    assert verdicts(result)["triple_count_consistent"] is True
 
 
-def test_no_stale_children_fails_on_a_child_of_another_generation(resource, instance):
+def test_a_stored_char_offset_one_off_is_named(resource, instance):
+    assert materialize(resource, instance, [BAD, GOOD], ALL).success
+    lib = resource.get()
+    page = children(lib, "page")[1]
+    quads = lib.triples.query(s=page.id, g=GRAPH_SOURCE, collection=lib.collection)
+    moved = [
+        Quad(q.s, q.p, Term(str(int(q.o.value) + 1), datatype=q.o.datatype), q.g) if q.p == TG_CHAR_OFFSET else q
+        for q in quads
+    ]
+    assert moved != quads
+    lib.triples.delete_subjects([page.id], GRAPH_SOURCE, lib.collection)
+    lib.triples.insert(moved, lib.collection)
+
+    result = materialize(resource, instance, [BAD, GOOD], ALL)
+    description = assert_fails_naming(result, "offsets_exact", page.id)
+    assert "charOffset/charLength" in description
+    assert verdicts(result)["triple_count_consistent"] is True  # as many triples as before: only the value is wrong
+
+
+def test_an_image_object_not_written_is_named(resource, instance, monkeypatch):
+    lib = resource.get()
+    objects = type(lib.objects)
+    real_put = objects.put
+    dropped: list = []
+
+    def put_all_but_one_image(self, object_id, data, content_type):
+        if content_type.startswith("image/") and not dropped:
+            dropped.append(object_id)  # the row is written, its object never is
+            return None
+        return real_put(self, object_id, data, content_type)
+
+    monkeypatch.setattr(objects, "put", put_all_but_one_image)
+    result = materialize(resource, instance, [BAD, GOOD], ALL)
+    [image] = [c for c in children(lib, IMAGE) if c.object_id == dropped[0]]
+    description = assert_fails_naming(result, "children_present", image.id)
+    assert "has no object" in description
+
+
+def test_a_chunk_row_not_written_is_named(resource, instance, monkeypatch):
+    lib = resource.get()
+    documents = type(lib.documents)
+    real_upsert = documents.upsert_many
+    dropped: list[str] = []
+
+    def upsert_all_but_one_chunk(self, metas):
+        metas = list(metas)
+        first = next((m for m in metas if m.document_type == CHUNK and m.parent_id.startswith("urn:page:")), None)
+        if first is not None and not dropped:
+            dropped.append(first.id)
+            metas = [m for m in metas if m.id != first.id]
+        return real_upsert(self, metas)
+
+    monkeypatch.setattr(documents, "upsert_many", upsert_all_but_one_chunk)
+    result = materialize(resource, instance, [BAD, GOOD], ALL)
+    description = assert_fails_naming(result, "chunk_offsets_exact", dropped[0])
+    assert "has no row" in description
+
+
+def test_a_chunk_whose_stored_text_differs_is_named(resource, instance):
+    assert materialize(resource, instance, [BAD, GOOD], ALL).success
+    lib = resource.get()
+    chunk = children(lib, CHUNK)[0]
+    text = lib.get_content(chunk.id)
+    lib.objects.put(chunk.object_id, text[:-1] + (b"#" if text[-1:] != b"#" else b"%"), "text/plain")
+    result = materialize(resource, instance, [BAD, GOOD], {"chunks"})
+    assert_fails_naming(result, "chunk_offsets_exact", chunk.id)
+
+
+def test_triple_count_consistent_names_the_entity_missing_a_triple(resource, instance, monkeypatch):
+    lib = resource.get()
+    triples = type(lib.triples)
+    real_insert = triples.insert
+    dropped: list[Quad] = []
+
+    def drop_one_of_an_image(self, quads, collection="default"):
+        quads = list(quads)
+        victim = next((q for q in quads if q.s.startswith("urn:image:")), None)  # only BAD has images
+        if victim is not None and not dropped:
+            dropped.append(victim)
+            quads = [q for q in quads if q is not victim]
+        return real_insert(self, quads, collection)
+
+    monkeypatch.setattr(triples, "insert", drop_one_of_an_image)
+    result = materialize(resource, instance, [BAD, GOOD], ALL - {"chunks"})
+    assert dropped, "no image triple was written"
+    assert_fails_naming(result, "triple_count_consistent", dropped[0].s)
+
+
+def test_no_stale_children_names_a_child_of_another_generation(resource, instance):
     lib = resource.get()
     lib.put_children(
         [Child(BAD, "urn:section:left-over", "text/plain", b"old", "section", "Old", ("generation:" + "0" * 32,))]
     )
     result = materialize(resource, instance, [BAD, GOOD], {"document", "elements", "sections"})
-    assert_fails_naming_bad(result, "no_stale_children")
-    assert "urn:section:left-over" in evaluation(result, "no_stale_children").description
-
-
-def test_triple_count_consistent_fails_when_the_store_drops_one_triple(resource, instance, monkeypatch):
-    lib = resource.get()
-    real_insert = lib.triples.insert
-
-    def dropping_insert(quads, collection="default"):
-        quads = list(quads)
-        if any(BAD in q.s for q in quads):
-            quads = quads[:-1]
-        return real_insert(quads, collection)
-
-    monkeypatch.setattr(lib.triples, "insert", dropping_insert)
-    assert_fails_naming_bad(materialize(resource, instance, [BAD, GOOD], ALL - {"chunks"}), "triple_count_consistent")
-
-
-def test_chunk_offsets_exact_fails_on_a_chunk_off_its_offset(resource, instance, monkeypatch):
-    real_chunk_text = chunking.chunk_text
-
-    def shifted(text, *args, **kwargs):
-        chunks = real_chunk_text(text, *args, **kwargs)
-        return [dataclasses.replace(chunks[0], offset=chunks[0].offset + 1), *chunks[1:]]
-
-    monkeypatch.setattr(chunking, "chunk_text", shifted)
-    real_stage = runner.chunks_stage
-
-    def only_bad(attempt, *args, **kwargs):
-        if attempt.document_id != BAD:
-            monkeypatch.setattr(chunking, "chunk_text", real_chunk_text)
-            try:
-                return real_stage(attempt, *args, **kwargs)
-            finally:
-                monkeypatch.setattr(chunking, "chunk_text", shifted)
-        return real_stage(attempt, *args, **kwargs)
-
-    monkeypatch.setattr(runner, "chunks_stage", only_bad)
-    assert_fails_naming_bad(materialize(resource, instance, [BAD, GOOD], ALL), "chunk_offsets_exact")
+    assert_fails_naming(result, "no_stale_children", "urn:section:left-over")

@@ -10,11 +10,14 @@ from tests import docgen
 from tests.defs.test_subsets import materialize
 from ud_assets.decoding.model import ConfigError, DecodeError, DecoderBug, DecoderConfig
 from ud_assets.defs.resources import LibrarianResource
-from ud_assets.processing import runner
+from ud_assets.processing import images as images_module
+from ud_assets.processing import sections as sections_module
 from ud_assets.processing.model import DocumentFailed, MissingInput
 from ud_assets.processing.runner import document_failure, process_document
+from ud_assets.processing.stages import check_key
 
 ALL = ("document", "elements", "sections", "images", "chunks", "provenance_triples")
+TRIPLES_CHECK = check_key("provenance_triples", "triple_count_consistent")
 
 
 @pytest.fixture
@@ -62,7 +65,7 @@ def test_a_bug_in_a_stage_propagates_with_its_own_type(resource, monkeypatch):
     def broken_stage(*args, **kwargs):
         raise KeyError("a bug of ours")
 
-    monkeypatch.setattr(runner, "sections_stage", broken_stage)
+    monkeypatch.setattr(sections_module, "sections_stage", broken_stage)
     with pytest.raises(KeyError, match="a bug of ours"):
         process_document(lib, "notes.md", DecoderConfig(), ALL)
 
@@ -79,7 +82,7 @@ def test_a_program_error_fails_the_run_with_its_traceback_and_never_blocks_a_lat
     def broken_images(*args, **kwargs):
         raise ZeroDivisionError("division by zero in our own code")
 
-    monkeypatch.setattr(runner, "images_stage", broken_images)
+    monkeypatch.setattr(images_module, "images_stage", broken_images)
     failed = materialize(resource, instance, ["handbook.docx"], set(ALL))
     assert not failed.success
     [failure] = failed.get_step_failure_events()
@@ -112,9 +115,9 @@ def test_a_workbook_without_sections_passes_every_stage(resource):
         process_document(lib, "empty.csv", DecoderConfig(), ALL)
     lib.add_document("blank.html", "text/html", b"<html><body><p> </p></body></html>", title="blank.html")
     for stages in (("document", "elements"), ("sections",), ("images",), ("chunks",), ("provenance_triples",)):
-        outcome = process_document(lib, "blank.html", DecoderConfig(), stages)
+        outcome = process_document(lib, "blank.html", DecoderConfig(), stages, checks=[TRIPLES_CHECK])
         assert not outcome.skipped, stages
-    assert outcome.provenance is not None and outcome.provenance.triples_expected == outcome.provenance.triples_stored
+    assert outcome.provenance is not None and outcome.checks == {TRIPLES_CHECK: ""}
     generation = lib.get_generation("blank.html")
     assert generation is not None and '"sections": 0' in generation.summary_json
 
@@ -151,9 +154,9 @@ def test_provenance_on_its_own_never_deletes_the_decoder_agents_shared_descripti
         return real_delete(self, subjects, *args, **kwargs)
 
     monkeypatch.setattr(type(lib.triples), "delete_subjects", recording_delete)
-    outcome = process_document(lib, "a.md", DecoderConfig(), ["provenance_triples"])
+    outcome = process_document(lib, "a.md", DecoderConfig(), ["provenance_triples"], checks=[TRIPLES_CHECK])
     assert deleted and ids.agent_iri(COMPONENT) not in deleted
-    assert outcome.provenance.triples_stored == outcome.provenance.triples_expected
+    assert outcome.checks == {TRIPLES_CHECK: ""}
     assert lib.triples.query(s=ids.agent_iri(COMPONENT))  # still described
 
 
@@ -234,7 +237,7 @@ def _file_error_in_a_stage(monkeypatch):
     def broken(*args, **kwargs):
         raise FileNotFoundError(2, "No such file or directory", "/nonexistent/ours")
 
-    monkeypatch.setattr(runner, "sections_stage", broken)
+    monkeypatch.setattr(sections_module, "sections_stage", broken)
 
 
 OUR_FAILURES = {

@@ -136,8 +136,9 @@ def _repair(lib: Librarian, document_ids: list[str]) -> int:
                 done += result.success
             return done
     from ud_assets.decoding.model import DecoderConfig
-    from ud_assets.processing.model import STAGES, DocumentFailed
+    from ud_assets.processing.model import DocumentFailed
     from ud_assets.processing.runner import process_document
+    from ud_assets.processing.stages import NAMES
 
     done = 0
     for document_id in document_ids:
@@ -147,7 +148,7 @@ def _repair(lib: Librarian, document_ids: list[str]) -> int:
                 lib,
                 document_id,
                 DecoderConfig(**json.loads(generation.config_json)),
-                STAGES,
+                NAMES,
                 version=generation.unstructured_version,
                 force=True,
             )

@@ -12,8 +12,9 @@ naming them, so their partitions show as failed with the cause.
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from functools import partial
 from importlib.metadata import version as package_version
 from typing import Any
@@ -22,13 +23,15 @@ import dagster as dg
 
 from resources.model import Librarian
 from ud_assets.decoding import formats
-from ud_assets.decoding.model import ConfigError
-from ud_assets.defs.checks import CHECK_SPECS, check_results
+from ud_assets.decoding.model import ConfigError, DecoderConfig
+from ud_assets.defs.checks import CHECK_SPECS, check_results, wanted_checks
 from ud_assets.defs.config import DecoderOptions
 from ud_assets.defs.metadata import stage_metadata
 from ud_assets.defs.partitions import documents_partitions
 from ud_assets.defs.resources import LibrarianResource
-from ud_assets.processing.model import DocumentFailed, MissingInput, Outcome
+from ud_assets.processing.model import ChunkingOptions, DocumentFailed, MissingInput, Outcome
+from ud_assets.processing.parse_ahead import ParseAhead
+from ud_assets.processing.stages import BY_NAME, STAGES, Stage
 
 GROUP = "universal_decoder"
 DECODE_RUN_TAG = "ud/decode"  # runs carrying it share the run queue's decoding limit
@@ -62,60 +65,22 @@ def storage_kinds() -> tuple[set[str], set[str]]:
 _BYTES, _ROWS = storage_kinds()
 
 
-def _spec(
-    key: str, description: str, kinds: set[str], deps: tuple[str, ...] = (), code_version: str | None = None
-) -> dg.AssetSpec:
+def _spec(stage: Stage) -> dg.AssetSpec:
+    """A stage's asset spec, from its declaration (processing/stages.py)."""
+    kinds = {"python"} | (_BYTES if "bytes" in stage.stores else set()) | (_ROWS if "rows" in stage.stores else set())
     return dg.AssetSpec(
-        key,
-        deps=list(deps),
-        description=description,
+        stage.name,
+        deps=list(stage.after),
+        description=stage.description,
         group_name=GROUP,
         skippable=True,
-        code_version=code_version or formats.versions_label(),
-        kinds={"python", *kinds},
+        code_version=elements_code_version() if stage.parser_output else formats.versions_label(),
+        kinds=kinds | ({"unstructured"} if stage.parser_output else set()),
         owners=OWNERS,
     )
 
 
-ASSET_SPECS = [
-    _spec(
-        "document",
-        "The librarian's source document: metadata, detected MIME type, size, sha256 (bytes stay in the object store).",
-        _BYTES | _ROWS,
-    ),
-    _spec(
-        "elements",
-        "unstructured's elements of the document, stored as JSON in the object store.",
-        {"unstructured"} | _BYTES,
-        deps=("document",),
-        code_version=elements_code_version(),
-    ),
-    _spec(
-        "sections",
-        "Pages or sections with their text and exact offsets: librarian child documents (page | section).",
-        _BYTES | _ROWS,
-        deps=("elements",),
-    ),
-    _spec(
-        "images",
-        "Embedded images with their original bytes: librarian child documents (image) of their page or section.",
-        _BYTES | _ROWS,
-        deps=("sections",),
-    ),
-    _spec(
-        "chunks",
-        "Chunks of every page/section (TrustGraph's recursive chunker, exact offsets, tables kept whole): "
-        "librarian child documents (chunk) of their section, with their provenance triples.",
-        _BYTES | _ROWS,
-        deps=("sections",),
-    ),
-    _spec(
-        "provenance_triples",
-        "PROV-O/TrustGraph provenance of the document, its pages/sections and images, in urn:graph:source.",
-        _ROWS,
-        deps=("images",),
-    ),
-]
+ASSET_SPECS = [_spec(stage) for stage in STAGES]
 
 
 @dg.multi_asset(
@@ -129,44 +94,73 @@ ASSET_SPECS = [
 )
 def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions, librarian: LibrarianResource):
     from ud_assets.decoding.partitioning import unstructured_version
-    from ud_assets.processing.model import STAGES
-    from ud_assets.processing.parse_ahead import ParseAhead, parse_workers
+    from ud_assets.processing.parse_ahead import parse_workers
 
-    lib = librarian.get()
-    decoder_config = config.to_decoder_config()
     selected = {key.to_user_string() for key in context.selected_asset_keys}
-    stages = [stage for stage in STAGES if stage in selected]
-    chunking = config.to_chunking_options()
     keys = list(context.partition_keys)
-    outcomes: list[Outcome] = []
-    failures: list[DocumentFailed] = []
-    version = unstructured_version()
-    # With more than one document, several are parsed at once while finished ones are stored.
-    ahead = (
-        ParseAhead(lib, decoder_config, version, config.force, workers=parse_workers(), lookahead=PARSE_LOOKAHEAD)
-        if len(keys) > 1 and "elements" in stages
-        else None
+    stages = [stage.name for stage in STAGES if stage.name in selected]
+    batch = Batch(
+        librarian=librarian.get(),
+        keys=keys,
+        config=config.to_decoder_config(),
+        stages=stages,
+        checks=wanted_checks(set(context.selected_asset_check_keys)),
+        chunking=config.to_chunking_options(),
+        force=config.force,
+        version=unstructured_version(),
+        tags=dict(context.run.tags),  # a run of a processing request publishes into its collection
     )
+    # With more than one document, several are parsed at once while finished ones are stored.
+    if len(keys) > 1 and "elements" in stages:
+        batch.ahead = ParseAhead(
+            batch.librarian,
+            batch.config,
+            batch.version,
+            batch.force,
+            workers=parse_workers(),
+            lookahead=PARSE_LOOKAHEAD,
+        )
     try:
-        yield from _process_batch(
-            context, lib, keys, decoder_config, stages, chunking, config.force, version, ahead, outcomes, failures
-        )
+        done = yield from _process_batch(context, batch)
     finally:
-        if ahead is not None:
-            ahead.close()
+        if batch.ahead is not None:
+            batch.ahead.close()
 
-    selected_checks = {(key.asset_key.to_user_string(), key.name) for key in context.selected_asset_check_keys}
-    yield from check_results(selected_checks, outcomes)
-    if failures:
-        lines = [str(f) for f in failures]
+    yield from check_results(batch.checks, done.outcomes)
+    if done.failures:
+        lines = [str(f) for f in done.failures]
         raise dg.Failure(
-            description=f"{len(failures)} of {len(keys)} documents failed: " + "; ".join(lines)[:2000],
+            description=f"{len(done.failures)} of {len(keys)} documents failed: " + "; ".join(lines)[:2000],
             metadata={
-                "failed": dg.MetadataValue.json({f.document_id: f.cause for f in failures}),
-                "succeeded": len(outcomes),
+                "failed": dg.MetadataValue.json({f.document_id: f.cause for f in done.failures}),
+                "succeeded": len(done.outcomes),
             },
-            allow_retries=any(f.transient for f in failures),
+            allow_retries=any(f.transient for f in done.failures),
         )
+
+
+@dataclass
+class Batch:
+    """What one run of the step processes: its documents, its selection, and its options."""
+
+    librarian: Librarian
+    keys: list[str]
+    config: DecoderConfig
+    stages: list[str]  # in declaration order
+    checks: set[str]  # stages.check_key of each selected check
+    chunking: ChunkingOptions
+    force: bool
+    version: str  # unstructured's
+    tags: dict[str, str]  # the run's
+    ahead: ParseAhead | None = None  # parses the next documents while earlier ones are stored
+
+
+@dataclass
+class Done:
+    """What a batch produced: the documents processed, and those that failed by their own fault."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+    failures: list[DocumentFailed] = field(default_factory=list)
 
 
 def store_workers() -> int:
@@ -174,7 +168,7 @@ def store_workers() -> int:
     return max(1, int(os.environ.get("UD_STORE_WORKERS", "4")))
 
 
-def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, version, ahead, outcomes, failures):
+def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator[dg.AssetMaterialization, None, Done]:
     """Each document through the stages, several at once; their materializations as each finishes.
 
     A small document's storage is mostly waiting for round trips (object PUTs, Cassandra writes,
@@ -185,21 +179,22 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
     from ud_assets.processing.generations import record_failure
     from ud_assets.processing.runner import process_document
 
-    request = dict(context.run.tags)  # a run of a processing request publishes into its collection
+    lib, keys, ahead, result = batch.librarian, batch.keys, batch.ahead, Done()
 
     def process_and_publish(key: str) -> Outcome:
         outcome = process_document(
             lib,
             key,
-            decoder_config,
-            stages,
-            version=version,
+            batch.config,
+            batch.stages,
+            version=batch.version,
             progress=context.log.debug,
-            force=force,
-            chunking=chunking,
+            force=batch.force,
+            chunking=batch.chunking,
             ahead=ahead,
+            checks=batch.checks,
         )
-        _publish(lib, key, outcome, stages, request)
+        _publish(lib, key, outcome, batch.stages, batch.tags)
         return outcome
 
     def store(key: str) -> tuple[Outcome, float]:
@@ -245,7 +240,7 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
                     bug = bug or dg.Failure(description=said, allow_retries=False)
                     continue
                 except DocumentFailed as failure:
-                    failures.append(failure)
+                    result.failures.append(failure)
                     context.log.error(f"document {failure}")
                     try:
                         if not failure.known:
@@ -256,10 +251,11 @@ def _process_batch(context, lib, keys, decoder_config, stages, chunking, force, 
                 except Exception as exc:  # a bug of ours: never recorded against the document
                     bug = bug or exc
                     continue
-                outcomes.append(outcome)
-                yield from _materializations(context, key, stages, outcome, elapsed, ahead)
+                result.outcomes.append(outcome)
+                yield from _materializations(context, key, batch.stages, outcome, elapsed, ahead)
     if bug is not None:
         raise bug
+    return result
 
 
 def _publish(lib: Librarian, key: str, outcome: Outcome, stages: list[str], tags: dict[str, str]) -> None:
@@ -295,7 +291,7 @@ def _materializations(context, key, stages, outcome, elapsed, ahead):
     for stage in stages:
         values = outcome.metadata(stage)
         metadata = (
-            stage_metadata(stage, outcome, values)
+            stage_metadata(BY_NAME[stage], outcome, values)
             if values is not None
             else _stored_metadata(context, stage, key, outcome.fingerprint)
         )

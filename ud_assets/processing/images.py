@@ -2,11 +2,27 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
+from collections.abc import Mapping
+from typing import Any
 
 from resources.model import IMAGE, Child, DocumentMetadata
-from ud_assets.processing.model import Attempt, Built, ImagesResult
+from ud_assets.decoding.model import ImageRecord
+from ud_assets.processing.model import TABLE_ROWS, Attempt, Built, ImagesResult, Table
+from ud_assets.processing.stage_run import StageRun, named
+
+IMAGES_COLUMNS = (
+    ("id", "string", "librarian child id"),
+    ("parent", "string", "the page or section it belongs to"),
+    ("page", "int", ""),
+    ("mime_type", "string", ""),
+    ("bytes", "int", ""),
+    ("width", "int", ""),
+    ("height", "int", ""),
+    ("bounding_box", "string", "points in the page's coordinate system"),
+)
 
 
 def images_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> ImagesResult:
@@ -27,6 +43,7 @@ def images_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> Image
             "written": len(new),
             "bytes": sum(len(r.data) for r in built.images),
             "by_mime_type": dict(Counter(r.mime_type for r in built.images)),
+            "images_table": images_table(built.images),
             "store_s": round(time.perf_counter() - started, 3),
         },
     )
@@ -42,3 +59,47 @@ def missing_children(attempt: Attempt, built: Built, children: list[DocumentMeta
     for parent in {r.parent for r in built.images}:
         stored |= {c.id for c in lib.list_children(parent)}
     return [i for i in [s.id for s in built.sections] + [r.id for r in built.images] if i not in stored]
+
+
+def check_children_present(run: StageRun) -> str:
+    """Read back: every page, section and image of the generation has its row, and its object."""
+    built, rows = run.built(), run.stored_children()
+    objects = run.attempt.librarian.objects
+    problems: list[str] = []
+    for child_id in [s.id for s in built.sections] + [r.id for r in built.images]:
+        row = rows.get(child_id)
+        if row is None:
+            problems.append(f"{child_id} has no row")
+        elif not objects.exists(row.object_id):
+            problems.append(f"{child_id} has no object ({row.object_id})")
+    return named(problems)
+
+
+def images_table(images: list[ImageRecord]) -> Table:
+    return Table(
+        IMAGES_COLUMNS,
+        [
+            {
+                "id": r.id,
+                "parent": r.parent,
+                "page": r.page_number,
+                "mime_type": r.mime_type,
+                "bytes": len(r.data),
+                "width": r.width,
+                "height": r.height,
+                "bounding_box": _box(r.coordinates),
+            }
+            for r in images[:TABLE_ROWS]
+        ],
+        len(images),
+    )
+
+
+def _box(coordinates: Mapping[str, Any] | None) -> str | None:
+    if not coordinates:
+        return None
+    points = coordinates.get("points")
+    if points:
+        xs, ys = [p[0] for p in points], [p[1] for p in points]
+        return f"({min(xs):.0f}, {min(ys):.0f}) – ({max(xs):.0f}, {max(ys):.0f})"
+    return json.dumps(coordinates, sort_keys=True)[:120]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from resources.model import DocumentMetadata, Librarian
 from resources.records import Generation
@@ -23,10 +23,7 @@ SECTIONS = "sections"
 IMAGES = "images"
 PROVENANCE = "provenance_triples"
 CHUNKS = "chunks"
-# The order stages run in; chunks need only sections and run beside images and provenance.
-STAGES = (DOCUMENT, ELEMENTS, SECTIONS, IMAGES, PROVENANCE, CHUNKS)
-# The stages that make up one generation (chunks have a generation of their own).
-GENERATION_STAGES = (ELEMENTS, SECTIONS, IMAGES, PROVENANCE)
+# The stages' names; processing/stages.py declares each stage and their order.
 
 Metadata = dict[str, Any]  # one stage's materialization metadata, as plain values
 
@@ -124,7 +121,6 @@ class Built:
 class SectionsResult:
     written: int
     fresh: bool  # every section was written by this run (none existed): nothing to clear below them
-    offsets_exact: bool
     metadata: Metadata
 
 
@@ -138,39 +134,72 @@ class ImagesResult:
 @dataclass(frozen=True)
 class ProvenanceResult:
     triples_expected: int
-    triples_stored: int
     removed_children: list[str]  # an older generation's children removed at commit
     metadata: Metadata
 
 
 @dataclass(frozen=True)
 class ChunksResult:
-    offsets_exact: bool
     metadata: Metadata
+
+
+TABLE_ROWS = 200  # rows a Table keeps; its total says how many there are
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows a stage shows as a table (the Dagster layer renders it); columns: (name, type, description)."""
+
+    columns: tuple[tuple[str, str, str], ...]
+    rows: list[dict[str, Any]]
+    total: int  # rows there are; `rows` may hold only the first ones
+
+
+StageResult = DocumentResult | ElementsResult | SectionsResult | ImagesResult | ProvenanceResult | ChunksResult
 
 
 @dataclass
 class Outcome:
-    """What processing one document produced: each selected stage's result, for metadata and checks."""
+    """What processing one document produced: each stage's result, keyed by stage name, and the
+    verdict of each check that read back what was stored (processing/stages.py declares both)."""
 
     document_id: str
     fingerprint: str = ""
     source_uri: str = ""  # where the document's own bytes are (what its sections, images and chunks come from)
     skipped: bool = False  # the generation was current and complete: nothing was redone
     repaired: list[str] = field(default_factory=list)  # what was missing from the current generation, rewritten
-    document: DocumentResult | None = None
-    elements: ElementsResult | None = None
+    results: dict[str, StageResult] = field(default_factory=dict)  # of the stages that ran in this run
     built: Built | None = None
-    sections: SectionsResult | None = None
-    images: ImagesResult | None = None
-    provenance: ProvenanceResult | None = None
-    chunks: ChunksResult | None = None
-    missing_children: list[str] = field(default_factory=list)  # of this generation, after its stages
-    stale_children: list[str] = field(default_factory=list)  # of another generation, after its stages
+    # "asset/check" -> what is wrong ("" when nothing), for the checks that were asked for.
+    checks: dict[str, str] = field(default_factory=dict)
 
     def metadata(self, stage: str) -> Metadata | None:
         """The stage's materialization metadata, or None when it produced nothing this run."""
-        result = getattr(self, stage if stage != PROVENANCE else "provenance")
-        if result is None:
-            return None
-        return result.metadata
+        result = self.results.get(stage)
+        return None if result is None else result.metadata
+
+    # Typed views of the results, for callers that know which stage they want.
+    @property
+    def sections(self) -> SectionsResult | None:
+        return _typed(self.results.get(SECTIONS), SectionsResult)
+
+    @property
+    def images(self) -> ImagesResult | None:
+        return _typed(self.results.get(IMAGES), ImagesResult)
+
+    @property
+    def provenance(self) -> ProvenanceResult | None:
+        return _typed(self.results.get(PROVENANCE), ProvenanceResult)
+
+    @property
+    def chunks(self) -> ChunksResult | None:
+        return _typed(self.results.get(CHUNKS), ChunksResult)
+
+
+_T = TypeVar("_T")
+
+
+def _typed(result: object, kind: type[_T]) -> _T | None:
+    if result is not None and not isinstance(result, kind):
+        raise TypeError(f"{type(result).__name__} stored where a {kind.__name__} belongs")
+    return result

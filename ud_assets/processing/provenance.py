@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterable
 
-from resources.model import GRAPH_SOURCE, Librarian, Quad, Term
+from resources.model import GRAPH_SOURCE, Quad, Term
 from ud_assets.decoding import ids
 from ud_assets.decoding.decoder import build_triples
 from ud_assets.decoding.model import COMPONENT as DECODER_COMPONENT
@@ -19,6 +18,7 @@ from ud_assets.decoding.provenance import RDF_TYPE, Triple
 from ud_assets.processing.generations import commit, generation_diff
 from ud_assets.processing.images import missing_children
 from ud_assets.processing.model import Attempt, Built, MissingInput, ProvenanceResult
+from ud_assets.processing.stage_run import StageRun, named
 
 
 def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fresh_children: bool) -> ProvenanceResult:
@@ -66,7 +66,6 @@ def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fr
     entities = Counter(q.o.value.rsplit("#", 1)[-1].rsplit("/", 1)[-1] for q in quads if q.p == RDF_TYPE)
     return ProvenanceResult(
         len(quads),
-        count_stored(lib, subjects),
         removed,
         {
             "triples": len(quads),
@@ -86,6 +85,19 @@ def to_quad(triple: Triple) -> Quad:
     return Quad(triple.s, triple.p, obj, triple.g)
 
 
-def count_stored(librarian: Librarian, subjects: Iterable[str]) -> int:
-    """Triples stored for these subjects, read back (one partition read each, all at once)."""
-    return librarian.triples.count_subjects(sorted(subjects), GRAPH_SOURCE, librarian.collection)
+def check_triple_counts(run: StageRun) -> str:
+    """Read back: the triple store holds exactly the triples built for each entity of the generation.
+
+    One count over every entity first (one partition read each, all at once); only when it differs
+    is each entity read, to name the ones that are wrong."""
+    lib, built = run.attempt.librarian, run.built()
+    expected = Counter(to_quad(t).s for t in build_triples(run.attempt.info, built.sections, built.images))
+    subjects = sorted(expected)
+    if lib.triples.count_subjects(subjects, GRAPH_SOURCE, lib.collection) == sum(expected.values()):
+        return ""
+    problems = []
+    for subject in subjects:
+        stored = len(run.stored_triples(subject))
+        if stored != expected[subject]:
+            problems.append(f"{subject} has {stored} triples stored, {expected[subject]} built")
+    return named(problems)

@@ -14,29 +14,11 @@ from datetime import datetime
 from resources.model import Librarian, StorageUnavailable
 from ud_assets.decoding.model import DecodeError, DecoderConfig
 from ud_assets.decoding.partitioning import unstructured_version
-from ud_assets.processing.chunks import chunks_stage
-from ud_assets.processing.document import document_stage, open_attempt
-from ud_assets.processing.elements import build, elements_stage, load_elements
-from ud_assets.processing.generations import current_problems, refuse_known_failure, stale_children
-from ud_assets.processing.images import images_stage, missing_children
-from ud_assets.processing.model import (
-    CHUNKS,
-    DOCUMENT,
-    ELEMENTS,
-    GENERATION_STAGES,
-    IMAGES,
-    PROVENANCE,
-    SECTIONS,
-    STAGES,
-    Attempt,
-    ChunkingOptions,
-    ChunksResult,
-    DocumentFailed,
-    Outcome,
-)
+from ud_assets.processing.document import open_attempt
+from ud_assets.processing.generations import current_problems, refuse_known_failure
+from ud_assets.processing.model import Attempt, ChunkingOptions, DocumentFailed, Outcome, StageResult
 from ud_assets.processing.parse_ahead import ParseAhead
-from ud_assets.processing.provenance import provenance_stage
-from ud_assets.processing.sections import require_stored_sections, sections_stage
+from ud_assets.processing.stages import BY_NAME, NAMES, StageRun, check_key, execution_order
 
 DEFAULT_CHUNKING = ChunkingOptions()
 
@@ -45,13 +27,14 @@ def process_document(
     librarian: Librarian,
     document_id: str,
     config: DecoderConfig,
-    stages: Iterable[str] = STAGES,
+    stages: Iterable[str] = NAMES,
     version: str | None = None,
     now: datetime | None = None,
     progress: Callable[[str], None] = lambda message: None,
     force: bool = False,
     chunking: ChunkingOptions = DEFAULT_CHUNKING,
     ahead: ParseAhead | None = None,
+    checks: Iterable[str] = (),
 ) -> Outcome:
     """Run the selected stages for one document.
 
@@ -59,15 +42,21 @@ def process_document(
     when a selected stage needs what was never stored; any other exception is a bug of this
     project and propagates unchanged. A document whose current generation is the one these inputs
     would produce, complete, is skipped unless force is set (the result would be identical).
+
+    checks: the checks to evaluate (`asset/check`, stages.check_key) once the stages have run, by
+    reading back what is stored; their verdicts are in Outcome.checks.
     """
     selected = set(stages)
-    unknown = selected - set(STAGES)
+    unknown = selected - set(NAMES)
     if unknown:
-        raise ValueError(f"unknown stages {sorted(unknown)}; the stages are {', '.join(STAGES)}")
+        raise ValueError(f"unknown stages {sorted(unknown)}; the stages are {', '.join(NAMES)}")
     attempt: Attempt | None = None
     try:
         attempt = open_attempt(librarian, document_id, config, version or unstructured_version(), now)
-        return _run(attempt, selected, force, chunking, ahead, progress)
+        run = StageRun(attempt, Outcome(attempt.document_id), force, chunking, ahead, progress)
+        _run(run, selected, force)
+        _evaluate_checks(run, set(checks))
+        return run.outcome
     except DocumentFailed as failure:
         failure.fingerprint = failure.fingerprint or (attempt.fingerprint if attempt else "")
         raise
@@ -106,68 +95,53 @@ def document_failure(document_id: str, exc: BaseException) -> DocumentFailed | N
     return None
 
 
-def _run(
-    attempt: Attempt,
-    selected: set[str],
-    force: bool,
-    chunking: ChunkingOptions,
-    ahead: ParseAhead | None,
-    progress: Callable[[str], None],
-) -> Outcome:
-    outcome = Outcome(attempt.document_id, attempt.fingerprint, attempt.librarian.objects.uri(attempt.meta.object_id))
-    if DOCUMENT in selected:
-        outcome.document = document_stage(attempt)
-    if not selected - {DOCUMENT}:
-        return outcome
+def _run(run: StageRun, selected: set[str], force: bool) -> None:
+    """The selected stages in their declared order; a stage's inputs come from the StageRun."""
+    attempt, outcome = run.attempt, run.outcome
+    outcome.fingerprint = attempt.fingerprint
+    outcome.source_uri = attempt.librarian.objects.uri(attempt.meta.object_id)
+    order = execution_order(selected)
+    for stage in (s for s in order if s.kind == "source"):
+        outcome.results[stage.name] = stage.run(run)
+    if all(stage.kind == "source" for stage in order):
+        return
     recorded_failure = refuse_known_failure(attempt) if not force else None
-    # The stages of the generation that have work to do: none when it is current and complete.
-    todo = selected & set(GENERATION_STAGES)
+    # The generation's stages with work to do: none when it is current and complete.
+    todo = [s for s in order if s.kind != "source"]
     missing = current_problems(attempt.librarian, attempt.document_id, attempt.fingerprint, attempt.current)
-    if todo and not force and missing == []:
-        outcome.skipped, todo = True, set()
+    if not force and missing == [] and any(s.kind == "generation" for s in todo):
+        outcome.skipped = True
+        todo = [s for s in todo if s.kind != "generation"]
         if recorded_failure is not None:
             # The generation is current and complete: a failure in the ledger is from a run that
             # failed after committing it (chunks), or of an older generation. A commit clears the
             # ledger; so does finding the generation whole.
             attempt.librarian.clear_failure(attempt.document_id)
     # A current generation with parts missing (lost in a crash, deleted behind our back) is rewritten whole.
-    rewrite = force or bool(missing)
+    run.rewrite = force or bool(missing)
     outcome.repaired = missing or []
-    if not todo and CHUNKS not in selected:
-        return outcome
+    if not todo:
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="beside") as pool:
+        # A stage that runs beside (chunks) needs only what it follows: it is written while the
+        # later stages are; a failure of any fails the document.
+        beside: dict[str, Future[StageResult]] = {}
+        for stage in todo:
+            if stage.beside:
+                beside[stage.name] = pool.submit(stage.run, run)
+            else:
+                outcome.results[stage.name] = stage.run(run)
+        for name, future in beside.items():
+            outcome.results[name] = future.result()
 
-    elements = elements_stage(attempt, ahead, progress) if ELEMENTS in todo else load_elements(attempt)
-    if ELEMENTS in todo:
-        outcome.elements = elements
-    built = outcome.built = build(attempt, elements.elements)
 
-    if SECTIONS in todo:
-        outcome.sections = sections_stage(attempt, built, rewrite)
-    elif not outcome.skipped and (IMAGES in todo or CHUNKS in selected):
-        require_stored_sections(attempt, built)
-    fresh_sections = outcome.sections is not None and outcome.sections.fresh
-
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="chunks") as pool:
-        # Chunks need only the stored sections: they are written while images and provenance
-        # are; a failure of either fails the document.
-        chunked: Future[ChunksResult] | None = (
-            pool.submit(chunks_stage, attempt, built.sections, fresh_sections, chunking, rewrite)
-            if CHUNKS in selected
-            else None
-        )
-        if IMAGES in todo:
-            outcome.images = images_stage(attempt, built, rewrite)
-        if PROVENANCE in todo:
-            fresh = fresh_sections and outcome.images is not None and outcome.images.fresh
-            outcome.provenance = provenance_stage(attempt, built, elements.elements, fresh)
-        if chunked is not None:
-            outcome.chunks = chunked.result()
-
-    if todo & {SECTIONS, IMAGES, PROVENANCE}:
-        # What the checks report is read back from the librarian: one read of the children for both.
-        children = attempt.librarian.list_children(attempt.document_id)
-        if todo & {SECTIONS, IMAGES}:
-            outcome.missing_children = missing_children(attempt, built, children)
-        if todo & {SECTIONS, PROVENANCE}:
-            outcome.stale_children = stale_children(attempt, children, committed=outcome.provenance is not None)
-    return outcome
+def _evaluate_checks(run: StageRun, wanted: set[str]) -> None:
+    """Each wanted check of a stage that ran or was found current reads back what is stored."""
+    if not wanted:
+        return
+    for stage in BY_NAME.values():
+        applies = stage.name in run.outcome.results or (run.outcome.skipped and stage.kind == "generation")
+        for check in stage.checks:
+            key = check_key(stage.name, check.name)
+            if key in wanted and applies:
+                run.outcome.checks[key] = check.verdict(run)

@@ -6,9 +6,21 @@ import time
 
 from resources.model import Child
 from ud_assets.decoding.model import Section
-from ud_assets.processing.model import Attempt, Built, Metadata, MissingInput, SectionsResult
+from ud_assets.decoding.provenance import TG_CHAR_LENGTH, TG_CHAR_OFFSET
+from ud_assets.processing.model import TABLE_ROWS, Attempt, Built, Metadata, SectionsResult, Table
+from ud_assets.processing.stage_run import StageRun, named
 
 PREVIEW_CHARACTERS = 1500
+TEXT_START = 80  # characters of a section's text shown in its row
+SECTIONS_COLUMNS = (
+    ("id", "string", "librarian child id (urn:page:… / urn:section:…)"),
+    ("label", "string", ""),
+    ("type", "string", "page | section"),
+    ("page", "int", ""),
+    ("char_offset", "int", "offset in the document text"),
+    ("char_length", "int", ""),
+    ("text", "string", f"the first {TEXT_START} characters"),
+)
 
 
 def sections_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> SectionsResult:
@@ -27,31 +39,46 @@ def sections_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> Sec
     metadata = sections_metadata(attempt, built.sections, len(new))
     metadata["sections_s"] = round(time.perf_counter() - started, 3)
     fresh = not rewrite and len(new) == len(built.sections)  # none of them existed before
-    return SectionsResult(len(new), fresh, offsets_exact(built.sections), metadata)
+    return SectionsResult(len(new), fresh, metadata)
 
 
-def require_stored_sections(attempt: Attempt, built: Built) -> None:
-    """A stage that starts from stored sections (images, chunks) finds every one of this generation."""
-    stored = {c.id for c in attempt.librarian.list_children(attempt.document_id)}
-    missing = [s.id for s in built.sections if s.id not in stored]
-    if missing:
-        raise MissingInput(
-            attempt.document_id,
-            f"{len(missing)} of {len(built.sections)} sections of generation "
-            f"{attempt.fingerprint[:12]} are not stored; materialize sections first",
-        )
+def check_offsets(run: StageRun) -> str:
+    """Read back what was stored: each page's or section's stored text against the document's text
+    at its offsets, its stored charOffset/charLength triples against those offsets, and each element
+    of it at its offset in the stored text.
 
-
-def offsets_exact(sections: list[Section]) -> bool:
-    """Every element's text sits at its offset, and every section at its offset in the document text."""
-    text = "\n\n".join(s.text for s in sections if s.leaf)
+    The document's text is the generation's own record: rebuilt from its stored elements. A section
+    whose row or object is missing is children_present's to name; one whose triples are not stored
+    yet (provenance not run) is triple_count_consistent's."""
+    sections = run.built().sections
+    texts = run.stored_texts()
+    document_text = "\n\n".join(s.text for s in sections if s.leaf)
+    problems: list[str] = []
     for section in sections:
-        if text[section.char_offset : section.char_offset + section.char_length] != section.text:
-            return False
+        stored = texts.get(section.id)
+        if stored is None:
+            continue
+        start, length = section.char_offset, section.char_length
+        recorded = _recorded_position(run, section.id)
+        if recorded is not None and recorded != (start, length):
+            problems.append(
+                f"{section.id} has charOffset/charLength {recorded} stored, ({start}, {length}) in the text"
+            )
+        if document_text[start : start + length] != stored:
+            problems.append(f"{section.id}'s stored text is not the document's at {start}–{start + length}")
         for element in section.elements:
-            if section.text[element.offset : element.offset + element.length] != element.text:
-                return False
-    return True
+            if stored[element.offset : element.offset + element.length] != element.text:
+                problems.append(f"element {element.element_id} is not at offset {element.offset} of {section.id}")
+    return named(problems)
+
+
+def _recorded_position(run: StageRun, entity: str) -> tuple[int | None, int | None] | None:
+    """The entity's charOffset and charLength as the triple store holds them (None: no triples)."""
+    found = {q.p: q.o.value for q in run.stored_triples(entity) if q.p in (TG_CHAR_OFFSET, TG_CHAR_LENGTH)}
+    if not found:
+        return None
+    offset, length = found.get(TG_CHAR_OFFSET), found.get(TG_CHAR_LENGTH)
+    return (int(offset) if offset is not None else None, int(length) if length is not None else None)
 
 
 def sections_metadata(attempt: Attempt, sections: list[Section], written: int) -> Metadata:
@@ -62,7 +89,8 @@ def sections_metadata(attempt: Attempt, sections: list[Section], written: int) -
         preview = f"**{first.label}** (chars {first.char_offset}–{first.char_offset + first.char_length})\n\n{snippet}"
     return {
         "pages": sum(1 for s in sections if s.type == "page"),
-        "sections": sum(1 for s in sections if s.type == "section"),
+        # What the UI shows of them: the table (its total counts pages and sections together).
+        "sections": sections_table(sections),
         "tables": sum(s.table_count for s in sections if s.leaf),
         "images": sum(s.image_count for s in sections if s.leaf),
         "characters": sum(s.char_length for s in sections if s.leaf),
@@ -71,3 +99,22 @@ def sections_metadata(attempt: Attempt, sections: list[Section], written: int) -
         "strategy_used": attempt.info.strategy_used,
         "preview": preview,
     }
+
+
+def sections_table(sections: list[Section]) -> Table:
+    return Table(
+        SECTIONS_COLUMNS,
+        [
+            {
+                "id": s.id,
+                "label": s.label,
+                "type": s.type,
+                "page": s.page_number,
+                "char_offset": s.char_offset,
+                "char_length": s.char_length,
+                "text": s.text[:TEXT_START].replace("\n", " "),
+            }
+            for s in sections[:TABLE_ROWS]
+        ],
+        len(sections),
+    )
