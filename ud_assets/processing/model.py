@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from resources.model import DocumentMetadata, Librarian
 from resources.records import Generation
@@ -155,7 +155,12 @@ class Table:
     total: int  # rows there are; `rows` may hold only the first ones
 
 
-StageResult = DocumentResult | ElementsResult | SectionsResult | ImagesResult | ProvenanceResult | ChunksResult
+class StageResult(Protocol):
+    """What every stage returns: its materialization metadata (None: loaded, not produced, this run).
+    A stage's own result type adds what the stages after it and its checks read."""
+
+    @property
+    def metadata(self) -> Metadata | None: ...
 
 
 @dataclass
