@@ -18,6 +18,8 @@ from tests.end_state import assert_same_state, pinned_time, read_state
 from ud_assets.defs.resources import LibrarianResource
 
 REPO = Path(__file__).resolve().parent.parent
+# Whole documents decoded, killed and decoded again on both backends (the default limit is 120 s).
+pytestmark = pytest.mark.timeout(600)
 
 RUN_IN_CHILD = r"""
 import sys, time, dagster as dg

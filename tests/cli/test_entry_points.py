@@ -22,6 +22,10 @@ from pathlib import Path
 
 import pytest
 
+# Fresh processes that import unstructured and decode every format: up to ~250 s each on a busy
+# 2-core machine (the default limit is 120 s).
+pytestmark = pytest.mark.timeout(600)
+
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus" / "public"
 BIN = Path(sys.executable).parent  # the project's environment: ud, dagster
