@@ -180,16 +180,15 @@ def fresh_children():
 
 def _refuse_setrlimit(monkeypatch):
     """LibreOffice's limits cannot be set (as when a hard limit would have to be raised)."""
-    import resource as real
-
+    from ud_assets.decoding import process_limits as real
     from ud_assets.decoding.formats import legacy_office
 
-    def refuse(which, limits):
+    def refuse(which, soft, hard=None):
         raise ValueError("not allowed to raise maximum limit")
 
-    fake = SimpleNamespace(**{n: getattr(real, n) for n in dir(real) if not n.startswith("_")})
-    fake.setrlimit = refuse
-    monkeypatch.setattr(legacy_office, "resource", fake)
+    monkeypatch.setattr(
+        legacy_office, "process_limits", SimpleNamespace(lower_limit=refuse, die_with_parent=real.die_with_parent)
+    )
 
 
 def _no_work_folder(monkeypatch):

@@ -37,7 +37,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from .. import detect
+from .. import detect, process_limits
 from .. import limits as limits_module
 from ..limits import Budget, Limits
 from ..model import DecodeError, DecoderBug, DecoderConfig, Partitioned
@@ -108,11 +108,9 @@ def convert(data: bytes, mime: str, filename: str | None, timeout_s: float, memo
 
 
 def address_space_cap(memory_mb: int) -> int:
-    """LibreOffice's RLIMIT_AS: its own start-up plus what a document may add, but never above the
-    hard limit this process holds (an unprivileged process can lower a hard limit, never raise it)."""
-    wanted = (SOFFICE_BASE_MB + memory_mb) * 1024 * 1024
-    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    """LibreOffice's RLIMIT_AS: its own start-up plus what a document may add (process_limits keeps
+    it below the hard limit the decoder holds)."""
+    return (SOFFICE_BASE_MB + memory_mb) * 1024 * 1024
 
 
 @contextlib.contextmanager
@@ -134,13 +132,8 @@ def _run(command: list[str], deadline: float, cap: int, what: str, timeout_s: fl
         raise DecodeError(f"{what}: timed out after {timeout_s:g} s (UD_DECODE_TIMEOUT_S)")
 
     def in_child() -> None:  # between fork and exec, in LibreOffice's process
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        try:
-            import ctypes
-
-            ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the decoder child
-        except (OSError, AttributeError):
-            pass
+        process_limits.lower_limit(resource.RLIMIT_AS, cap)
+        process_limits.die_with_parent()  # with the decoder child
 
     env = {**os.environ, "SAL_USE_VCLPLUGIN": "svp"}  # no display, ever
     try:

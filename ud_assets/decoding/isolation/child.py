@@ -1,9 +1,6 @@
-"""Everything a decoding child changes about itself, in one place: its signals, its garbage
-collector, its thread pools, its death with the parent, and its limits (address space and CPU).
-
-A limit is only ever lowered, never raised above the hard limit the process already holds:
-raising a hard limit needs CAP_SYS_RESOURCE, which root in a container often lacks (setrlimit
-then fails).
+"""Everything a decoding child changes about itself: its signals, its garbage collector, its thread
+pools, its death with the parent, and its limits (address space and CPU), the last two through
+process_limits (only ever lowered, never above the hard limit held).
 """
 
 from __future__ import annotations
@@ -15,7 +12,9 @@ import resource
 import signal
 import sys
 
+from .. import process_limits
 from ..limits import Limits, MiB
+from ..process_limits import lower_limit
 
 
 def enter(limits: Limits, parent: int, die_with_parent: bool = True) -> None:
@@ -36,7 +35,7 @@ def enter(limits: Limits, parent: int, die_with_parent: bool = True) -> None:
     if die_with_parent:
         # Not for reusable children: PR_SET_PDEATHSIG fires when the forking *thread* ends (a
         # parse-ahead pool's), which would kill an idle child another thread is about to use.
-        _die_with_parent(parent)
+        process_limits.die_with_parent(parent)
     inherited = _vm_size()
     if inherited is not None:
         lower_limit(resource.RLIMIT_AS, inherited + limits.memory_mb * MiB)
@@ -56,28 +55,6 @@ def renew_cpu_limit(limits: Limits) -> None:
 def cpu_limit(limits: Limits) -> int:
     # Backstop for a child whose parent vanished; several threads may burn CPU faster than wall time.
     return math.ceil(limits.timeout_s) * (os.cpu_count() or 1) + 10
-
-
-def lower_limit(which: int, soft: int, hard: int | None = None) -> None:
-    """Set a limit no higher than the hard limit the process already holds: raising a hard limit
-    needs CAP_SYS_RESOURCE, which root in a container often lacks (setrlimit then fails)."""
-    held = resource.getrlimit(which)[1]
-    hard = soft if hard is None else hard
-    if held != resource.RLIM_INFINITY:
-        soft, hard = min(soft, held), min(hard, held)
-    resource.setrlimit(which, (soft, hard))
-
-
-def _die_with_parent(parent: int) -> None:
-    """PR_SET_PDEATHSIG: a child whose parent dies is killed rather than left running."""
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 def _vm_size() -> int | None:
