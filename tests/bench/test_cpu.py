@@ -151,3 +151,31 @@ def test_attach_cpu_turns_the_parents_samples_into_the_runs_and_each_documents_c
     assert "cpu_samples" not in sample["process"]  # not written to the JSON
     assert sample["corpus"]["cpu_s"] == 3.0
     assert sample["corpus"]["document_cpu_s"] == {"a": 0.5, "b": 1.5}
+
+
+def test_cpu_per_document_takes_the_sequential_run_and_counts_the_servers_apart():
+    from bench.run import cpu_per_document
+
+    def graph(document_cpu_s, cassandra, documents=3, triples=300):
+        return {
+            "corpus": {"document_cpu_s": document_cpu_s, "documents": documents, "triples": triples, "cpu_s": 0.6},
+            "servers_cpu_s": {"cassandra": cassandra, "minio": None},  # MinIO restarted meanwhile: no figure
+        }
+
+    raw = {
+        "files": [{"file": "a.txt", "cpu_s": 0.03}, {"file": "b.txt", "cpu_s": 0.04}, {"file": "c.txt", "cpu_s": 0.2}]
+    }
+    samples = {
+        "raw": [raw],
+        "sequential": [graph({"a.txt": 0.05, "b.txt": 0.07, "c.txt": 0.3}, 0.3)],
+        "1worker": [graph({"a.txt": 0.0, "b.txt": 0.0, "c.txt": 0.6}, 0.6)],  # bunched ends: not used per document
+    }
+    out = cpu_per_document(samples, {"a.txt": "a.txt", "b.txt": "b.txt", "c.txt": "c.txt"})
+    assert out["graph_median"] == pytest.approx(70.0) and out["bare_median"] == pytest.approx(40.0)
+    assert out["graph_p95"] == pytest.approx(300.0) and out["bare_p95"] == pytest.approx(200.0)
+    assert out["graph_over_bare_median"] == pytest.approx(30.0)
+    assert out["graph_over_bare_p95"] == pytest.approx(100.0)
+    assert out["cassandra_median"] == pytest.approx(100.0)  # 0.3 s over 3 documents
+    assert out["cassandra_per_quad"] == pytest.approx(1.0)  # 0.3 s over 300 quads
+    assert out["minio_median"] is None
+    assert out["graph_mean"] == pytest.approx(200.0)  # the 1-worker run's 0.6 s over 3 documents
