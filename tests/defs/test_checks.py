@@ -149,14 +149,38 @@ def test_a_chunk_row_not_written_is_named(resource, instance, monkeypatch):
     assert "has no row" in description
 
 
-def test_a_chunk_whose_stored_text_differs_is_named(resource, instance):
+def test_a_chunk_stored_with_another_text_is_named(resource, instance):
     assert materialize(resource, instance, [BAD, GOOD], ALL).success
     lib = resource.get()
     chunk = children(lib, CHUNK)[0]
     text = lib.get_content(chunk.id)
-    lib.objects.put(chunk.object_id, text[:-1] + (b"#" if text[-1:] != b"#" else b"%"), "text/plain")
+    changed = text[:-1] + (b"#" if text[-1:] != b"#" else b"%")
+    lib.put_children([Child(chunk.parent_id, chunk.id, "text/plain", changed, CHUNK, chunk.title, tuple(chunk.tags))])
     result = materialize(resource, instance, [BAD, GOOD], {"chunks"})
-    assert_fails_naming(result, "chunk_offsets_exact", chunk.id)
+    description = assert_fails_naming(result, "chunk_offsets_exact", chunk.id)
+    assert "stored text is not" in description
+
+
+def test_a_chunk_whose_char_offset_is_stored_one_off_is_named(resource, instance, monkeypatch):
+    lib = resource.get()
+    triples = type(lib.triples)
+    real_insert = triples.insert
+    moved: list[str] = []
+
+    def insert_one_chunk_offset_one_off(self, quads, collection="default"):
+        quads = list(quads)
+        of_pages = any(q.o.value.startswith("urn:page:") for q in quads)  # BAD's chunks: only it has pages
+        victim = next((q for q in quads if q.p == TG_CHAR_OFFSET and q.s.startswith("urn:chunk:")), None)
+        if of_pages and victim is not None and not moved:
+            moved.append(victim.s)
+            shifted = Quad(victim.s, victim.p, Term(str(int(victim.o.value) + 1), datatype=victim.o.datatype), victim.g)
+            quads = [shifted if q is victim else q for q in quads]
+        return real_insert(self, quads, collection)
+
+    monkeypatch.setattr(triples, "insert", insert_one_chunk_offset_one_off)
+    result = materialize(resource, instance, [BAD, GOOD], ALL)
+    assert moved, "no chunk offset was written"
+    assert_fails_naming(result, "chunk_offsets_exact", moved[0])
 
 
 def test_triple_count_consistent_names_the_entity_missing_a_triple(resource, instance, monkeypatch):

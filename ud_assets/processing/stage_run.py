@@ -9,7 +9,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from resources.model import GRAPH_SOURCE, DocumentMetadata, Quad
+from resources.librarian import io_pool
+from resources.model import GRAPH_SOURCE, DocumentMetadata, Librarian, LibrarianError, Quad, StorageUnavailable
 from ud_assets.decoding.model import Element
 from ud_assets.processing import elements
 from ud_assets.processing.model import (
@@ -109,21 +110,35 @@ class StageRun:
             return self._children
 
     def stored_texts(self) -> dict[str, str]:
-        """The stored text of each of this generation's pages and sections whose object is readable."""
+        """The stored text of each of this generation's pages and sections whose object is readable
+        (read side by side: for a small document the round trips are the cost)."""
         built, rows = self.built(), self.stored_children()
         with self._lock:
             if self._texts is None:
-                objects = self.attempt.librarian.objects
-                self._texts = {
-                    s.id: b"".join(objects.open(rows[s.id].object_id)).decode("utf-8", errors="replace")
-                    for s in built.sections
-                    if s.id in rows and objects.exists(rows[s.id].object_id)
-                }
+                lib = self.attempt.librarian
+                present = [rows[s.id] for s in built.sections if s.id in rows]
+                texts = (
+                    io_pool().map(lambda row: _read_text(lib, row), present)
+                    if len(present) > 1
+                    else [_read_text(lib, row) for row in present]
+                )
+                self._texts = {row.id: text for row, text in zip(present, texts, strict=True) if text is not None}
             return self._texts
 
     def stored_triples(self, subject: str) -> list[Quad]:
         lib = self.attempt.librarian
         return lib.triples.query(s=subject, g=GRAPH_SOURCE, collection=lib.collection)
+
+
+def _read_text(lib: Librarian, row: DocumentMetadata) -> str | None:
+    """A child's stored text; None when its object is missing or unreadable (children_present names
+    that). A server that is down is not a missing object: that propagates."""
+    try:
+        return b"".join(lib.objects.open(row.object_id)).decode("utf-8", errors="replace")
+    except StorageUnavailable:
+        raise
+    except LibrarianError:
+        return None
 
 
 def named(problems: list[str]) -> str:
