@@ -96,10 +96,7 @@ def test_a_stored_char_offset_one_off_is_named(resource, instance):
     lib = resource.get()
     page = children(lib, "page")[1]
     quads = lib.triples.query(s=page.id, g=GRAPH_SOURCE, collection=lib.collection)
-    moved = [
-        Quad(q.s, q.p, Term(str(int(q.o.value) + 1), datatype=q.o.datatype), q.g) if q.p == TG_CHAR_OFFSET else q
-        for q in quads
-    ]
+    moved = [one_off(q) if q.p == TG_CHAR_OFFSET else q for q in quads]
     assert moved != quads
     lib.triples.delete_subjects([page.id], GRAPH_SOURCE, lib.collection)
     lib.triples.insert(moved, lib.collection)
@@ -161,43 +158,46 @@ def test_a_chunk_stored_with_another_text_is_named(resource, instance):
     assert "stored text is not" in description
 
 
-def test_a_chunk_whose_char_offset_is_stored_one_off_is_named(resource, instance, monkeypatch):
-    lib = resource.get()
+def tamper_with_one_triple(monkeypatch, lib, choose, change) -> list[Quad]:
+    """Make the triple store write the first quad `choose` picks as `change` makes it (None: not at
+    all), once; returns [that quad] once written."""
     triples = type(lib.triples)
     real_insert = triples.insert
-    moved: list[str] = []
+    done: list[Quad] = []
 
-    def insert_one_chunk_offset_one_off(self, quads, collection="default"):
+    def insert(self, quads, collection="default"):
         quads = list(quads)
-        of_pages = any(q.o.value.startswith("urn:page:") for q in quads)  # BAD's chunks: only it has pages
-        victim = next((q for q in quads if q.p == TG_CHAR_OFFSET and q.s.startswith("urn:chunk:")), None)
-        if of_pages and victim is not None and not moved:
-            moved.append(victim.s)
-            shifted = Quad(victim.s, victim.p, Term(str(int(victim.o.value) + 1), datatype=victim.o.datatype), victim.g)
-            quads = [shifted if q is victim else q for q in quads]
+        victim = None if done else next((q for q in quads if choose(q, quads)), None)
+        if victim is not None:
+            done.append(victim)
+            quads = [q if q is not victim else change(q) for q in quads]
+            quads = [q for q in quads if q is not None]
         return real_insert(self, quads, collection)
 
-    monkeypatch.setattr(triples, "insert", insert_one_chunk_offset_one_off)
+    monkeypatch.setattr(triples, "insert", insert)
+    return done
+
+
+def one_off(quad: Quad) -> Quad:
+    return Quad(quad.s, quad.p, Term(str(int(quad.o.value) + 1), datatype=quad.o.datatype), quad.g)
+
+
+def test_a_chunk_whose_char_offset_is_stored_one_off_is_named(resource, instance, monkeypatch):
+    def a_chunk_offset_of_bad(quad, batch):  # BAD's chunks: only it has pages
+        of_pages = any(q.o.value.startswith("urn:page:") for q in batch)
+        return of_pages and quad.p == TG_CHAR_OFFSET and quad.s.startswith("urn:chunk:")
+
+    moved = tamper_with_one_triple(monkeypatch, resource.get(), a_chunk_offset_of_bad, one_off)
     result = materialize(resource, instance, [BAD, GOOD], ALL)
     assert moved, "no chunk offset was written"
-    assert_fails_naming(result, "chunk_offsets_exact", moved[0])
+    assert_fails_naming(result, "chunk_offsets_exact", moved[0].s)
 
 
 def test_triple_count_consistent_names_the_entity_missing_a_triple(resource, instance, monkeypatch):
-    lib = resource.get()
-    triples = type(lib.triples)
-    real_insert = triples.insert
-    dropped: list[Quad] = []
+    def an_image_triple(quad, batch):  # only BAD has images
+        return quad.s.startswith("urn:image:")
 
-    def drop_one_of_an_image(self, quads, collection="default"):
-        quads = list(quads)
-        victim = next((q for q in quads if q.s.startswith("urn:image:")), None)  # only BAD has images
-        if victim is not None and not dropped:
-            dropped.append(victim)
-            quads = [q for q in quads if q is not victim]
-        return real_insert(self, quads, collection)
-
-    monkeypatch.setattr(triples, "insert", drop_one_of_an_image)
+    dropped = tamper_with_one_triple(monkeypatch, resource.get(), an_image_triple, lambda quad: None)
     result = materialize(resource, instance, [BAD, GOOD], ALL - {"chunks"})
     assert dropped, "no image triple was written"
     assert_fails_naming(result, "triple_count_consistent", dropped[0].s)
