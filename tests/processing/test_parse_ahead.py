@@ -65,3 +65,32 @@ def test_a_parse_for_another_generation_or_an_up_to_date_document_is_not_used(li
         assert ahead.take("doc", fingerprint) is None
     finally:
         ahead.close()
+
+
+def test_a_current_document_is_looked_at_once_per_batch(lib, monkeypatch):
+    """Parse-ahead finds the generation current and complete; the runner takes that verdict rather
+    than reading the same rows, object and triples again. A generation parse-ahead did not find
+    current is still looked at by the runner."""
+    from ud_assets.processing import generations
+
+    keys = [f"note-{n}" for n in range(3)]
+    for n, key in enumerate(keys):
+        lib.add_document(key, detect.MARKDOWN, docgen.markdown() + f"\n\nNote {n}.\n".encode(), title=f"{key}.md")
+        process_document(lib, key, CONFIG)
+    looked: list[str] = []
+    real_problems = generations.problems
+    monkeypatch.setattr(
+        generations,
+        "problems",
+        lambda librarian, document_id, g: looked.append(document_id) or real_problems(librarian, document_id, g),
+    )
+    ahead = ParseAhead(lib, CONFIG, unstructured_version(), workers=2)
+    try:
+        for key in ahead.in_completion_order(keys):
+            assert process_document(lib, key, CONFIG, ahead=ahead).skipped
+            ahead.release(key)
+    finally:
+        ahead.close()
+    assert sorted(looked) == keys  # once each, by parse-ahead
+    assert process_document(lib, "note-0", CONFIG).skipped  # no batch: the runner looks itself
+    assert sorted(looked) == sorted([*keys, "note-0"])

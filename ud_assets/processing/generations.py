@@ -92,15 +92,6 @@ def is_current(librarian: Librarian, document_id: str, fingerprint: str, current
     return current_problems(librarian, document_id, fingerprint, current) == []
 
 
-def needs_decoding(librarian: Librarian, document_id: str, fingerprint: str, force: bool) -> bool:
-    """Whether a decode of this generation would do anything (ParseAhead asks before parsing)."""
-    if force:
-        return True
-    if known_failure(librarian, document_id, fingerprint) is not None:
-        return False
-    return not is_current(librarian, document_id, fingerprint, librarian.get_generation(document_id))
-
-
 def refuse_known_failure(attempt: Attempt) -> Failure | None:
     """Fail at once on the ledger's deterministic failure of this generation; else return what the
     ledger holds for the document (a transient failure, one of another generation, or None)."""

@@ -14,7 +14,7 @@ from ud_assets.decoding.decoder import describe_document, partition_document
 from ud_assets.decoding.limits import Limits
 from ud_assets.decoding.model import DecoderConfig, Element
 from ud_assets.processing.document import DETECTION_BYTES
-from ud_assets.processing.generations import needs_decoding
+from ud_assets.processing.generations import is_current, known_failure
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,8 @@ class ParseAhead:
     first and hands documents back as their parses finish: a batch then costs about its longest
     parse plus that document's storage, instead of the sum of every parse and every store.
     At most `workers + lookahead` parsed documents wait in memory. Documents that would be
-    skipped (generations.needs_decoding: up to date, or a known failure) are not parsed ahead.
+    skipped (up to date, or a known failure of the same generation) are not parsed ahead; those found
+    up to date are remembered (found_current), so the runner does not look again.
     """
 
     def __init__(
@@ -62,6 +63,9 @@ class ParseAhead:
         self._finished: dict[str, Future[Parsed | None]] = {}  # handed out, not yet taken or released
         self.waited: dict[str, float] = {}  # seconds the caller waited for each document's parse
         self._metadata: dict[str, DocumentMetadata] = {}  # read once, by largest_first
+        # Documents whose generation was found current and complete here, by fingerprint: the
+        # runner takes this verdict instead of reading the same rows, object and triples again.
+        self._current: dict[str, str] = {}
         # A batch is worth warming for every format once, before its first parse (the first
         # parses wait for it): each child then starts with every parser imported.
         self._pool.submit(warm_up)
@@ -136,11 +140,19 @@ class ParseAhead:
             version=self.version,
         )
         fingerprint = ids.fingerprint(meta.sha256, self.version, self.config, info.mime_type)
-        if not needs_decoding(lib, document_id, fingerprint, self.force):
-            return None
+        if not self.force:
+            if known_failure(lib, document_id, fingerprint) is not None:
+                return None
+            if is_current(lib, document_id, fingerprint, lib.get_generation(document_id)):
+                self._current[document_id] = fingerprint
+                return None
         data = b"".join(lib.objects.open(meta.object_id))  # the metadata is read already
         elements = partition_document(data, info, self.config, meta.title or None)
         return Parsed(fingerprint, elements, info.strategy_used, info.notes, dict(info.stats))
+
+    def found_current(self, document_id: str, fingerprint: str) -> bool:
+        """This generation of the document was current and complete when it was looked at ahead."""
+        return self._current.get(document_id) == fingerprint
 
     def release(self, document_id: str) -> None:
         """Forget a handed-out parse that was not taken (the document was skipped or failed first)."""

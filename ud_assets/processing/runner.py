@@ -108,7 +108,13 @@ def _run(run: StageRun, selected: set[str], force: bool) -> None:
     recorded_failure = refuse_known_failure(attempt) if not force else None
     # The generation's stages with work to do: none when it is current and complete.
     todo = [s for s in order if s.kind != "source"]
-    missing = current_problems(attempt.librarian, attempt.document_id, attempt.fingerprint, attempt.current)
+    # Parse-ahead looked at this very generation moments ago (a batch): its verdict stands.
+    found_current = run.ahead is not None and run.ahead.found_current(attempt.document_id, attempt.fingerprint)
+    missing: list[str] | None = (
+        []
+        if found_current and attempt.current is not None and attempt.current.fingerprint == attempt.fingerprint
+        else current_problems(attempt.librarian, attempt.document_id, attempt.fingerprint, attempt.current)
+    )
     if not force and missing == [] and any(s.kind == "generation" for s in todo):
         outcome.skipped = True
         todo = [s for s in todo if s.kind != "generation"]
