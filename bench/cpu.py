@@ -117,9 +117,8 @@ def pid_from_file(path: Path) -> int | None:
 
 
 def services_dir() -> Path:
-    from bench.processes import REPO_ROOT
-
-    return Path(os.environ.get("UD_SERVICES_DIR") or REPO_ROOT / ".services")
+    repo_root = Path(__file__).resolve().parents[1]  # where make services-up keeps its servers
+    return Path(os.environ.get("UD_SERVICES_DIR") or repo_root / ".services")
 
 
 def service_pids(folder: Path | None = None) -> dict[str, list[int]]:

@@ -17,6 +17,8 @@ import threading
 import time
 from pathlib import Path
 
+from bench import cpu
+
 CHILD_ENV = {
     "DO_NOT_TRACK": "true",
     "UNSTRUCTURED_DISABLE_NOTICE": "1",
@@ -31,23 +33,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]  # holds bench/, ud_assets/, res
 
 
 def _proc_tree(root: int) -> list[int]:
-    """root and its descendants, from /proc/*/stat (ppid is the 4th field, after the ")" of comm)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                ppid = int(handle.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    tree, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo.extend(children.get(pid, ()))
-    return tree
+    """root and its live descendants (bench.cpu reads /proc for both)."""
+    return cpu.descendants(root, cpu.read_stats())
 
 
 def _rss_pss_kib(pid: int) -> tuple[int, int]:
@@ -133,9 +120,7 @@ class Child:
             poller = TreeMemory(proc.pid) if self.poll_memory else None
             if poller:
                 poller.start()
-            from bench.cpu import TreeSampler
-
-            cpu_sampler = TreeSampler(proc.pid).start() if self.poll_cpu else None
+            cpu_sampler = cpu.TreeSampler(proc.pid).start() if self.poll_cpu else None
             try:
                 _, status, usage = os.wait4(proc.pid, 0)
             finally:
