@@ -448,6 +448,62 @@ def test_an_idle_reusable_child_exits_when_its_parent_is_killed():
         assert not Path(f"/proc/{pid}").exists(), f"decoding child {pid} outlived its killed parent"
 
 
+PARENT_OF_MANY_THAT_DIES = """
+import os, signal, sys, threading
+sys.path.insert(0, {repo!r})
+from ud_assets.decoding.isolation import pool
+from ud_assets.decoding.limits import Limits
+# Reusable children started from several threads at once, as parse-ahead's workers start them:
+# none may hold another's request pipe, or that one outlives the parent.
+start, workers = threading.Barrier(6), []
+def make():
+    start.wait()
+    workers.append(pool.Worker(Limits(timeout_s=120)))
+threads = [threading.Thread(target=make) for _ in range(6)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(" ".join(str(w.pid) for w in workers), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_reusable_children_started_from_many_threads_all_exit_when_their_parent_is_killed(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = str(Path(__file__).resolve().parents[2])
+    for attempt in range(3):  # the race is between one thread's pipes and another's fork: try it a few times
+        out = tmp_path / f"pids-{attempt}"
+        with out.open("w") as stdout:  # a file: an orphan holding a pipe would hang the wait
+            process = subprocess.run(
+                [sys.executable, "-c", PARENT_OF_MANY_THAT_DIES.format(repo=repo)],
+                stdout=stdout,
+                stderr=subprocess.DEVNULL,
+                timeout=300,
+            )
+        assert process.returncode == -signal.SIGKILL
+        pids = [int(p) for p in out.read_text().split()]
+        assert len(pids) == 6
+        deadline = time.monotonic() + 10
+        alive = pids
+        while alive and time.monotonic() < deadline:
+            alive = [p for p in pids if _running(p)]
+            time.sleep(0.1)
+        for pid in alive:
+            os.kill(pid, signal.SIGKILL)  # not left behind for the next test
+        assert not alive, f"decoding children {alive} outlived their killed parent"
+
+
+def _running(pid: int) -> bool:
+    from pathlib import Path
+
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_a_document_after_a_failure_gets_a_fresh_child():
     """A child is not trusted after a document failed in it (a MemoryError may leave it broken)."""
     isolation.reap_children(block=True)  # no idle child of an earlier test

@@ -59,19 +59,21 @@ class Worker:
     def __init__(self, limits: Limits):
         self.limits = limits
         self.served = 0
-        request_read, request_write = os.pipe()
-        reply_read, reply_write = os.pipe()
+        with children.FORK_LOCK:
+            # The parent's ends are known before any other thread can fork: a child forked then
+            # closes them (_close_worker_fds_in_child), so none keeps this child's requests open
+            # after the parent dies (the child would never see EOF and outlive it).
+            request_read, request_write = os.pipe()
+            reply_read, reply_write = os.pipe()
+            _worker_fds.update((request_write, reply_read))
         parent = os.getpid()
         pid = children.fork()
-        if pid == 0:  # never returns
-            os.close(request_write)
-            os.close(reply_read)
+        if pid == 0:  # never returns; the parent's ends were closed by the at-fork hook
             server.serve(request_read, reply_write, limits, parent)
         os.close(request_read)
         os.close(reply_write)
         self.pid, self.requests, self.replies = pid, request_write, reply_read
         self.status = 0  # its exit status, once it has ended
-        _worker_fds.update((request_write, reply_read))
 
     def alive(self) -> bool:
         return not children.exited(self.pid)
