@@ -202,6 +202,13 @@ def _value_size(v: object) -> int:
     return 16
 
 
+# Cassandra's defaults for a batch across partitions: a warning above 10 partitions
+# (unlogged_batch_across_partitions_warn_threshold) and above 5 KiB (batch_size_warn_threshold,
+# which counts more than the values do: keys and cells' overhead).
+REPLICA_BATCH_PARTITIONS = 10
+REPLICA_BATCH_BYTES = 3 * 1024
+
+
 def _row_size(params: Sequence) -> int:
     """_value_size summed over a row, inlined: it runs for every value of every triple written."""
     size = 0
@@ -554,11 +561,17 @@ class CassandraConnection:
         max_rows: int = 100,
         max_bytes: int = 16 * 1024,
     ) -> int:
-        """Write (cql, params, partition) rows as UNLOGGED batches, one partition per batch.
+        """Write (cql, params, partition) rows as UNLOGGED batches; returns the requests sent.
 
         Rows of one partition become one mutation on its replicas; batches stay under max_rows and
-        about max_bytes of values (Cassandra refuses batches over 50 KiB by default). Batches of
-        different partitions go concurrently. Returns the number of requests sent.
+        about max_bytes of values (Cassandra refuses batches over 50 KiB by default). Partitions
+        with few rows (a quad's literal or predicate entity, most of a document's triples) are
+        packed together when they have the same replicas, as the Spark connector's replica_set
+        grouping does: the coordinator is then one of those replicas and every mutation is local,
+        and one request carries what would be many. Such a batch stays within Cassandra's default
+        warning thresholds for batches across partitions (REPLICA_BATCH_PARTITIONS partitions,
+        REPLICA_BATCH_BYTES), so no server or client log fills with warnings. Batches go
+        concurrently.
         """
         groups: dict[tuple[str, object], list[Sequence]] = {}
         for cql, params, partition in rows:
@@ -571,27 +584,45 @@ class CassandraConnection:
         from cassandra.query import BatchStatement, BatchType
 
         session = self.session
-        chunks: list[tuple[object, list[tuple]]] = []
+        # Each partition's rows in pieces of at most max_rows and about max_bytes; small pieces
+        # wait in `packing`, by replica set, to share a batch with other partitions' pieces.
+        batches: list[list[tuple[object, tuple]]] = []
+        packing: dict[object, tuple[list[tuple[object, tuple]], int, int]] = {}  # replicas -> (rows, bytes, partitions)
         for (cql, _), params_list in groups.items():
             stmt = self.prepare(cql, session)
-            chunk: list[tuple] = []
+            pieces: list[tuple[list[tuple[object, tuple]], int]] = []
+            piece: list[tuple[object, tuple]] = []
             size = 0
             for params in params_list:
                 row_bytes = _row_size(params)
-                if chunk and (len(chunk) >= max_rows or size + row_bytes > max_bytes):
-                    chunks.append((stmt, chunk))
-                    chunk, size = [], 0
-                chunk.append(tuple(params))
+                if piece and (len(piece) >= max_rows or size + row_bytes > max_bytes):
+                    pieces.append((piece, size))
+                    piece, size = [], 0
+                piece.append((stmt, tuple(params)))
                 size += row_bytes
-            if chunk:
-                chunks.append((stmt, chunk))
+            if piece:
+                pieces.append((piece, size))
+            if len(pieces) > 1 or size > REPLICA_BATCH_BYTES:  # a large partition: batches of its own
+                batches.extend(rows for rows, _ in pieces)
+                continue
+            replicas = self._replicas(stmt, piece[0][1])
+            held, held_bytes, partitions = packing.get(replicas, ([], 0, 0))
+            if held and (
+                partitions >= REPLICA_BATCH_PARTITIONS
+                or held_bytes + size > REPLICA_BATCH_BYTES
+                or len(held) + len(piece) > max_rows
+            ):
+                batches.append(held)
+                held, held_bytes, partitions = [], 0, 0
+            packing[replicas] = (held + piece, held_bytes + size, partitions + 1)
+        batches.extend(held for held, _, _ in packing.values())
         requests: list[tuple[object, tuple | None]] = []
-        for stmt, chunk in chunks:
-            if len(chunk) == 1:  # a batch of one row is sent as that row's statement
-                requests.append((stmt, chunk[0]))
+        for batch_rows in batches:
+            if len(batch_rows) == 1:  # a batch of one row is sent as that row's statement
+                requests.append(batch_rows[0])
             else:
                 batch = BatchStatement(batch_type=BatchType.UNLOGGED)
-                for params in chunk:
+                for stmt, params in batch_rows:
                     batch.add(stmt, params)
                 requests.append((batch, None))
         if requests:
@@ -600,6 +631,17 @@ class CassandraConnection:
             with self.errors(what):
                 execute_concurrent(session, requests, concurrency=concurrency, raise_on_first_error=True)
         return len(requests)
+
+    def _replicas(self, stmt, params: tuple) -> object:
+        """The replica set of the partition params (bound to stmt) lives on, as the driver's token
+        map knows it; None when it does not (those partitions are packed together all the same:
+        the coordinator forwards what is not its own, as for any request)."""
+        try:
+            routing_key = stmt.bind(params).routing_key
+            hosts = self.cluster.metadata.get_replicas(stmt.keyspace, routing_key)
+        except Exception:  # no token map (metadata disabled), or a key the driver cannot route
+            return None
+        return frozenset(host.host_id for host in hosts) or None
 
     def ddl(self, cql: str, what: str) -> None:
         """A schema statement (not prepared: DDL carries no values)."""

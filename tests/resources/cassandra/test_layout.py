@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from resources.cassandra.triples import keyspace_for
+from resources.cassandra.triples import _parts, keyspace_for
 from resources.model import GRAPH_SOURCE, Quad, Term
 from resources.settings import open_librarian
 
@@ -233,3 +233,30 @@ def test_lost_schema_is_recreated(real):
     real.triples.c.ddl(f'DROP KEYSPACE "{ks}"', "dropping a keyspace under the librarian")
     real.triples.insert([quad])  # prepared statements of a dropped table fail; the store recreates it
     assert real.triples.query(s="urn:a") == [quad]
+
+
+def test_a_documents_triples_share_batches_by_replica_without_server_warnings(real, caplog):
+    """A document's quads touch a partition per literal and predicate, mostly one row each: those
+    rows go in few UNLOGGED batches of partitions with the same replicas, each within Cassandra's
+    default warning thresholds (no "Server warning" from the driver), and every row is stored."""
+    import logging
+
+    from resources.cassandra.connection import REPLICA_BATCH_PARTITIONS
+
+    quads = [
+        Quad(f"urn:section:{i % 7}", f"https://ex.org/p{i % 11}", Term(f"literal value number {i}"), GRAPH_SOURCE)
+        for i in range(70)
+    ]
+    rows = [row for q in quads for row in real.triples._rows_of("default", *_parts(q), "C", "E")]
+    partitions = {(cql, partition) for cql, _, partition in rows}
+    sent: list[int] = []
+    original = real.triples.c.write_partitioned
+    real.triples.c.write_partitioned = lambda *a, **k: sent.append(original(*a, **k)) or sent[-1]
+    with caplog.at_level(logging.WARNING, logger="cassandra"):
+        real.triples.insert(quads)
+    assert not [r for r in caplog.records if "Server warning" in r.getMessage()]
+    # about one request per REPLICA_BATCH_PARTITIONS partitions, where one per partition was sent before
+    assert sum(sent) <= len(partitions) // REPLICA_BATCH_PARTITIONS + 8, (sum(sent), len(partitions))
+    assert sorted(real.triples.query(collection="default"), key=repr) == sorted(quads, key=repr)
+    for q in quads:  # each literal's own partition, as TrustGraph's readers look a literal up
+        assert real.triples.query(o=q.o, collection="default") == [q]
