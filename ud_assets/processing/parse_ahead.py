@@ -129,7 +129,11 @@ class ParseAhead:
             return None  # refused by the document's own processing, with its cause
         # The kind first, from the head as the document's own processing reads it: the fingerprint
         # holds the version of the kind's format family.
-        head = lib.objects.read_range(meta.object_id, 0, min(DETECTION_BYTES, meta.size)) if meta.size else b""
+        data: bytes | None = None
+        if 0 < meta.size <= DETECTION_BYTES:  # small: read whole at once, not its head and then all of it
+            head = data = b"".join(lib.objects.open(meta.object_id))
+        else:
+            head = lib.objects.read_range(meta.object_id, 0, min(DETECTION_BYTES, meta.size)) if meta.size else b""
         info = describe_document(
             head,
             document_id,
@@ -146,7 +150,8 @@ class ParseAhead:
             if is_current(lib, document_id, fingerprint, lib.get_generation(document_id)):
                 self._current[document_id] = fingerprint
                 return None
-        data = b"".join(lib.objects.open(meta.object_id))  # the metadata is read already
+        if data is None:
+            data = b"".join(lib.objects.open(meta.object_id))  # the metadata is read already
         elements = partition_document(data, info, self.config, meta.title or None)
         return Parsed(fingerprint, elements, info.strategy_used, info.notes, dict(info.stats))
 
