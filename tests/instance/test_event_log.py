@@ -128,6 +128,43 @@ def test_a_batch_of_mixed_events_stores_every_event(tmp_path):
     storage.dispose()
 
 
+def test_each_assets_entry_shows_its_latest_event_after_a_batch(tmp_path):
+    """A batch updates each asset's entry (asset_keys) once per event type, not once per event:
+    what Dagster reads afterwards is the same as after storing the events one by one."""
+    batched = PooledSqliteEventLogStorage(str(tmp_path / "batched"))
+    one_by_one = PooledSqliteEventLogStorage(str(tmp_path / "one_by_one"))
+    other_run = "9" * 8 + "-0000-0000-0000-" + "9" * 12
+    events = [
+        materialization("first", "x"),
+        materialization("second", "x"),
+        materialization("first", "y"),
+        materialization("first", "z", other_run),
+        materialization("second", "y"),
+    ]
+    earlier, batch = [e for e in events if e.run_id == other_run], [e for e in events if e.run_id == RUN_ID]
+    batched.store_event_batch(earlier)
+    batched.store_event_batch(batch)
+    for event in earlier + batch:
+        one_by_one.store_event(event)
+    for storage in (batched, one_by_one):
+        storage.flush_pending()
+    for asset, partition, run in (("first", "y", RUN_ID), ("second", "y", RUN_ID)):
+        key = dg.AssetKey(asset)
+        for storage in (batched, one_by_one):
+            (record,) = storage.get_asset_records([key])
+            latest = record.asset_entry.last_materialization_record
+            assert (latest.partition_key, latest.run_id) == (partition, run), asset
+            assert latest.storage_id == max(
+                r.storage_id
+                for r in storage.get_event_records(
+                    dg.EventRecordsFilter(DagsterEventType.ASSET_MATERIALIZATION, asset_key=key)
+                )
+            )
+            assert record.asset_entry.last_run_id == run
+    batched.dispose()
+    one_by_one.dispose()
+
+
 WRITER = """
 import os, signal, sys, time
 sys.path.insert(0, {repo!r})

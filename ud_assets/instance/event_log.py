@@ -191,10 +191,12 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 conn.execute(statement)
         # Mirrored in the cross-run index, as store_event does for each asset event.
         with self.index_transaction() as conn:
+            event_ids = []
             for event, statement in zip(batch, statements):
                 with db_result(conn, statement) as result:
-                    event_id = result.inserted_primary_key[0]
-                self._store_asset_event_tags(conn, [event], [event_id])
+                    event_ids.append(result.inserted_primary_key[0])
+                self._store_asset_event_tags(conn, [event], [event_ids[-1]])
+            for event, event_id in _last_of_each_kind(batch, event_ids):
                 self._store_asset_event(conn, event, event_id)
 
     def dispose(self) -> None:
@@ -270,6 +272,24 @@ def _by_run(events: list[EventLogEntry]) -> list[list[EventLogEntry]]:
         else:
             groups.append([event])
     return groups
+
+
+def _last_of_each_kind(events: Sequence[EventLogEntry], event_ids: Sequence[int]) -> list[tuple[EventLogEntry, int]]:
+    """Of a batch's asset events, those whose asset entry update still shows once the batch is
+    stored: per asset key, the last event of each type, in batch order.
+
+    Dagster updates an asset's row of asset_keys for every asset event (the latest
+    materialization, serialized again, its run, its time), each a failed INSERT then an UPDATE.
+    An event type always sets the same columns, so the row after the batch is the row after the
+    last event of each type; the earlier ones are overwritten within the same transaction. A run's
+    planned events (one per partition and asset, 1,200 for 200 documents) then update six rows,
+    not 1,200, and a flush of waiting materializations one row per asset."""
+    last: dict[tuple[Any, Any], int] = {}
+    for index, event in enumerate(events):
+        dagster_event = event.dagster_event
+        if dagster_event is not None:
+            last[(dagster_event.asset_key, dagster_event.event_type_value)] = index
+    return [(events[i], event_ids[i]) for i in sorted(last.values())]
 
 
 def _is_asset_event(event: EventLogEntry) -> bool:
