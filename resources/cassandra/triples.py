@@ -289,7 +289,9 @@ class CassandraTripleStore:
         what = f"counting triples of keyspace {self.keyspace}"
         subjects = list(dict.fromkeys(subjects))
         groups = [subjects[i : i + IN_PARTITIONS] for i in range(0, len(subjects), IN_PARTITIONS)]
-        results = self.c.execute_many(((self._sel_in_d, (collection, group, S)) for group in groups), what)
+        results = self.c.execute_many(
+            ((self._sel_in_d, (collection, group, S)) for group in groups), what, self.concurrency
+        )
         with self.c.errors(what):
             return sum(1 for rows in results for r in rows if r.d == g)
 
