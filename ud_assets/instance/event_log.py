@@ -52,8 +52,8 @@ from dagster import DagsterInstance, Field, StringSource
 from dagster._core.events import ASSET_CHECK_EVENTS, ASSET_EVENTS, DagsterEventType
 from dagster._core.events.log import EventLogEntry
 from dagster._core.instance.ref import InstanceRef
+from dagster._core.storage.event_log.schema import SqlEventLogStorageTable
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import INDEX_SHARD_NAME, SqliteEventLogStorage
-from dagster._core.storage.sqlalchemy_compat import db_result
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._serdes import ConfigurableClassData
 from sqlalchemy.engine import Connection, Engine
@@ -185,17 +185,21 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
                 SqliteEventLogStorage.store_event(self, event)
         if not batch:
             return
-        statements = [self.prepare_insert_event(event) for event in batch]
+        # Each event serialized once and each table written by one executemany: a statement per
+        # event, compiled and executed one at a time, was most of a batch's cost (about 1.2 ms an
+        # event, twice).
+        rows = [self._event_to_row(event) for event in batch]
         with self.run_connection(batch[0].run_id) as conn:
-            for statement in statements:
-                conn.execute(statement)
-        # Mirrored in the cross-run index, as store_event does for each asset event.
+            conn.execute(SqlEventLogStorageTable.insert(), rows)
+        # Mirrored in the cross-run index, as store_event does for each asset event; RETURNING
+        # gives each row's id in the order of the rows (SQLite >= 3.35).
         with self.index_transaction() as conn:
-            event_ids = []
-            for event, statement in zip(batch, statements):
-                with db_result(conn, statement) as result:
-                    event_ids.append(result.inserted_primary_key[0])
-                self._store_asset_event_tags(conn, [event], [event_ids[-1]])
+            inserted = conn.execute(
+                SqlEventLogStorageTable.insert().returning(SqlEventLogStorageTable.c.id, sort_by_parameter_order=True),
+                rows,
+            )
+            event_ids = [row[0] for row in inserted]
+            self._store_asset_event_tags(conn, batch, event_ids)
             for event, event_id in _last_of_each_kind(batch, event_ids):
                 self._store_asset_event(conn, event, event_id)
 
