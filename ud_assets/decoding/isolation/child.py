@@ -5,6 +5,7 @@ process_limits (only ever lowered, never above the hard limit held).
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import math
 import os
@@ -15,6 +16,7 @@ import sys
 from .. import process_limits
 from ..limits import Limits, MiB
 from ..process_limits import lower_limit
+from . import children
 
 
 def enter(limits: Limits, parent: int, die_with_parent: bool = True) -> None:
@@ -23,6 +25,9 @@ def enter(limits: Limits, parent: int, die_with_parent: bool = True) -> None:
     # Default dispositions: the parent's handlers (Dagster's SIGTERM...) are not ours to run.
     for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(number, signal.SIG_DFL)
+    # A child that stalls is asked for its threads' stacks before it is killed (children.STACKS_SIGNAL):
+    # they name the lock it waits on. faulthandler writes them from the signal handler, without the GIL.
+    faulthandler.register(children.STACKS_SIGNAL, file=2, all_threads=True)  # fd 2: sys.stderr may be a stand-in
     # O(1): inherited objects move to the permanent generation, so the child's collections never
     # write their GC headers (which would copy most of the parent's heap page by page).
     gc.freeze()

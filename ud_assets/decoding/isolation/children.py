@@ -6,9 +6,12 @@ collects its rusage later), and whether it has stalled (ChildStalled).
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 # One fork at a time: forks from two threads at once trip at-fork hooks (filelock); and none while
@@ -28,6 +31,25 @@ class ChildStalled(RuntimeError):
 
 
 STALL_S = float(os.environ.get("UD_DECODE_STALL_S") or 30.0)
+STACKS_SIGNAL = signal.SIGUSR1  # a child answers it with its threads' stacks on stderr (child.enter)
+STACKS_WAIT_S = 0.5
+log = logging.getLogger(__name__)
+
+
+def report_stall(pid: int) -> None:
+    """Log a stalled child and have it write its threads' stacks to stderr (the run's compute log),
+    before it is killed: a stall is a bug of this program, and its stacks show which lock."""
+    log.warning(
+        "decoding child %d used no CPU for %g s with no program of its own running: a lock inherited "
+        "at fork; its threads' stacks follow on stderr; the document is tried again in a fresh child",
+        pid,
+        STALL_S,
+    )
+    try:
+        os.kill(pid, STACKS_SIGNAL)
+    except ProcessLookupError:
+        return
+    time.sleep(STACKS_WAIT_S)  # faulthandler writes from the child's signal handler, in a moment
 
 
 def fork() -> int:

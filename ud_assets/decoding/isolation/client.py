@@ -256,6 +256,7 @@ def _run_in_child_once(target: Target[_R], limits: Limits, args: Args) -> tuple[
     finally:
         os.close(read_end)
     if ended == "stalled":
+        children.report_stall(pid)
         os.kill(pid, signal.SIGKILL)
         children.wait(pid)
         raise ChildStalled(

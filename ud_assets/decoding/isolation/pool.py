@@ -90,6 +90,8 @@ class Worker:
         self.served += 1
         reply: Reply[_R] | None = protocol.decode(message)
         status = 0
+        if ended == "stalled":
+            children.report_stall(self.pid)
         if reply is None:
             self.end(kill=True)
             status = self.status
