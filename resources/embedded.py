@@ -558,19 +558,19 @@ class SqliteTripleStore:
                 total += cur.rowcount
         return total
 
-    def count_subjects(
+    def query_subjects(
         self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
-    ) -> int:
+    ) -> list[Quad]:
         subjects = list(dict.fromkeys(subjects))
-        total = 0
+        out: list[Quad] = []
         for start in range(0, len(subjects), 500):  # under SQLite's limit of bound parameters
             part = subjects[start : start + 500]
             sql = (
-                "SELECT COUNT(*) FROM quads WHERE workspace = ? AND collection = ? AND d = ? "
+                "SELECT d, s, p, o, otype, dtype, lang FROM quads WHERE workspace = ? AND collection = ? AND d = ? "
                 f"AND s IN ({', '.join('?' * len(part))})"
             )
-            total += self.db.read(sql, [self.workspace, collection, g or "", *part])[0][0]
-        return total
+            out.extend(_row_to_quad(r) for r in self.db.read(sql, [self.workspace, collection, g or "", *part]))
+        return out
 
     def missing_object_rows(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> list[Quad]:
         """None: one table answers every pattern here (no per-role rows to lack)."""

@@ -227,10 +227,11 @@ class TripleStore(Protocol):
 
     def count(self, collection: str = DEFAULT_COLLECTION, g: str | None = None) -> int: ...
 
-    def count_subjects(
+    def query_subjects(
         self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
-    ) -> int:
-        """Quads of graph g whose subject is one of subjects, read from the store."""
+    ) -> list[Quad]:
+        """The quads of graph g whose subject is one of subjects, read from the store (a document's
+        checks read all their entities at once: a request for many, not one each)."""
         ...
 
     def missing_object_rows(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> list[Quad]:

@@ -124,7 +124,7 @@ class CassandraTripleStore:
         self._sel_role = sel
         self._sel_role_d = f"SELECT d FROM {qks}.quads_by_entity WHERE collection = ? AND entity = ? AND role = ?"
         self._sel_role_p = sel + " AND p = ?"
-        self._sel_in_d = f"SELECT d FROM {qks}.quads_by_entity WHERE collection = ? AND entity IN ? AND role = ?"
+        self._sel_in = sel.replace("entity = ?", "entity IN ?")
         self._sel_coll = f"SELECT d, s, p, o, otype, dtype, lang FROM {qks}.quads_by_collection WHERE collection = ?"
         self._sel_coll_d = self._sel_coll + " AND d = ?"
         self._del_entity = (
@@ -280,20 +280,20 @@ class CassandraTripleStore:
         self._write(work, what)
         return n
 
-    def count_subjects(
+    def query_subjects(
         self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
-    ) -> int:
-        """Each subject's partition read, IN_PARTITIONS partitions per request (a document's check
-        reads a handful: one request where there was one each), the requests concurrently."""
+    ) -> list[Quad]:
+        """Each subject's partition read, IN_PARTITIONS partitions per request (a document's checks
+        read a handful: one request where there was one each), the requests concurrently."""
         g = g or DEFAULT_GRAPH
-        what = f"counting triples of keyspace {self.keyspace}"
+        what = f"reading triples of keyspace {self.keyspace}"
         subjects = list(dict.fromkeys(subjects))
         groups = [subjects[i : i + IN_PARTITIONS] for i in range(0, len(subjects), IN_PARTITIONS)]
         results = self.c.execute_many(
-            ((self._sel_in_d, (collection, group, S)) for group in groups), what, self.concurrency
+            ((self._sel_in, (collection, group, S)) for group in groups), what, self.concurrency
         )
         with self.c.errors(what):
-            return sum(1 for rows in results for r in rows if r.d == g)
+            return [_quad(r.s, r.p, r.o, r.d, r.otype, r.dtype, r.lang) for rows in results for r in rows if r.d == g]
 
     def count(self, collection: str = DEFAULT_COLLECTION, g: str | None = None) -> int:
         what = f"counting triples of keyspace {self.keyspace}"

@@ -126,6 +126,17 @@ def test_an_image_object_not_written_is_named(resource, instance, monkeypatch):
     assert "has no object" in description
 
 
+def test_a_page_object_deleted_is_named_by_children_present(resource, instance):
+    assert materialize(resource, instance, [BAD, GOOD], ALL).success
+    lib = resource.get()
+    page = children(lib, "page")[0]
+    lib.objects.delete(page.object_id)  # its row stays: the text the offset check reads is gone
+
+    result = materialize(resource, instance, [BAD, GOOD], ALL)
+    description = assert_fails_naming(result, "children_present", page.id)
+    assert f"has no object ({page.object_id})" in description
+
+
 def test_a_chunk_row_not_written_is_named(resource, instance, monkeypatch):
     lib = resource.get()
     documents = type(lib.documents)

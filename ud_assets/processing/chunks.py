@@ -100,17 +100,26 @@ def check_chunk_offsets(run: StageRun) -> str:
     lib, options = run.attempt.librarian, run.chunking
     generation = chunking.chunk_generation(run.attempt.fingerprint, options.chunk_size, options.chunk_overlap)
     texts = run.stored_texts()
+    sections = [s for s in run.built().sections if s.leaf and s.id in texts]
+    chunks = {
+        section.id: chunking.chunk_text(section.text, options.chunk_size, options.chunk_overlap) for section in sections
+    }
+    triples = run.stored_triples(
+        chunking.chunk_id(section_id, generation, chunk.index)
+        for section_id, found in chunks.items()
+        for chunk in found
+    )
     problems: list[str] = []
-    for section in (s for s in run.built().sections if s.leaf and s.id in texts):
+    for section in sections:
         stored = {c.id: c for c in lib.list_children(section.id) if c.document_type == CHUNK}
         section_text = texts[section.id]
-        for chunk in chunking.chunk_text(section.text, options.chunk_size, options.chunk_overlap):
+        for chunk in chunks[section.id]:
             chunk_id = chunking.chunk_id(section.id, generation, chunk.index)
             row = stored.get(chunk_id)
             if row is None:
                 problems.append(f"{chunk_id} has no row")
                 continue
-            found = {q.p: q.o.value for q in run.stored_triples(chunk_id) if q.p in (TG_CHAR_OFFSET, TG_CHAR_LENGTH)}
+            found = {q.p: q.o.value for q in triples[chunk_id] if q.p in (TG_CHAR_OFFSET, TG_CHAR_LENGTH)}
             if set(found) != {TG_CHAR_OFFSET, TG_CHAR_LENGTH}:
                 problems.append(f"{chunk_id} has no charOffset/charLength stored")
                 continue

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from resources.model import Child
+from resources.model import Child, Quad
 from ud_assets.decoding.model import Section
 from ud_assets.decoding.provenance import TG_CHAR_LENGTH, TG_CHAR_OFFSET
 from ud_assets.processing.model import TABLE_ROWS, Attempt, Built, Metadata, SectionsResult, Table
@@ -53,13 +53,14 @@ def check_offsets(run: StageRun) -> str:
     sections = run.built().sections
     texts = run.stored_texts()
     document_text = "\n\n".join(s.text for s in sections if s.leaf)
+    triples = run.stored_triples(s.id for s in sections if s.id in texts)
     problems: list[str] = []
     for section in sections:
         stored = texts.get(section.id)
         if stored is None:
             continue
         start, length = section.char_offset, section.char_length
-        recorded = _recorded_position(run, section.id)
+        recorded = _recorded_position(triples[section.id])
         if recorded is not None and recorded != (start, length):
             problems.append(
                 f"{section.id} has charOffset/charLength {recorded} stored, ({start}, {length}) in the text"
@@ -72,9 +73,9 @@ def check_offsets(run: StageRun) -> str:
     return named(problems)
 
 
-def _recorded_position(run: StageRun, entity: str) -> tuple[int | None, int | None] | None:
-    """The entity's charOffset and charLength as the triple store holds them (None: no triples)."""
-    found = {q.p: q.o.value for q in run.stored_triples(entity) if q.p in (TG_CHAR_OFFSET, TG_CHAR_LENGTH)}
+def _recorded_position(stored: list[Quad]) -> tuple[int | None, int | None] | None:
+    """An entity's charOffset and charLength in its stored triples (None: no triples)."""
+    found = {q.p: q.o.value for q in stored if q.p in (TG_CHAR_OFFSET, TG_CHAR_LENGTH)}
     if not found:
         return None
     offset, length = found.get(TG_CHAR_OFFSET), found.get(TG_CHAR_LENGTH)

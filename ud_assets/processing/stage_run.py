@@ -6,7 +6,7 @@ The checks read back what was stored through it too, so a document's checks shar
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from resources.librarian import io_pool
@@ -47,6 +47,7 @@ class StageRun:
     _document_children: list[DocumentMetadata] | None = None
     _children: dict[str, DocumentMetadata] | None = None
     _texts: dict[str, str] | None = None
+    _triples: dict[str, list[Quad]] = field(default_factory=dict)
 
     def result(self, stage: str) -> StageResult | None:
         return self.outcome.results.get(stage)
@@ -125,9 +126,21 @@ class StageRun:
                 self._texts = {row.id: text for row, text in zip(present, texts, strict=True) if text is not None}
             return self._texts
 
-    def stored_triples(self, subject: str) -> list[Quad]:
-        lib = self.attempt.librarian
-        return lib.triples.query(s=subject, g=GRAPH_SOURCE, collection=lib.collection)
+    def stored_triples(self, subjects: Iterable[str]) -> dict[str, list[Quad]]:
+        """Each subject's quads of the source graph as stored: those not read yet, all in one read
+        (the checks share them: a section's triples are counted and their offsets compared)."""
+        wanted = list(dict.fromkeys(subjects))
+        with self._lock:
+            unread = [s for s in wanted if s not in self._triples]
+        if unread:
+            lib = self.attempt.librarian
+            found: dict[str, list[Quad]] = {s: [] for s in unread}
+            for quad in lib.triples.query_subjects(unread, GRAPH_SOURCE, lib.collection):
+                found[quad.s].append(quad)
+            with self._lock:
+                self._triples.update(found)
+        with self._lock:
+            return {s: self._triples[s] for s in wanted}
 
 
 def _read_text(lib: Librarian, row: DocumentMetadata) -> str | None:
