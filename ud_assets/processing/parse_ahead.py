@@ -12,7 +12,7 @@ from resources.model import DocumentMetadata, Librarian, LibrarianError
 from ud_assets.decoding import ids
 from ud_assets.decoding.decoder import describe_document, partition_document
 from ud_assets.decoding.limits import Limits
-from ud_assets.decoding.model import DecoderConfig, Element
+from ud_assets.decoding.model import DecoderConfig, DocumentInfo, Element
 from ud_assets.processing.document import DETECTION_BYTES
 from ud_assets.processing.generations import is_current, known_failure
 
@@ -26,6 +26,16 @@ class Parsed:
     strategy_used: str
     notes: list[str]
     stats: dict[str, float]
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A document as read for its parse: its row, its kind, the generation and its bytes."""
+
+    meta: DocumentMetadata
+    info: DocumentInfo
+    fingerprint: str
+    data: bytes
 
 
 def parse_workers() -> int:
@@ -59,6 +69,10 @@ class ParseAhead:
         self.librarian, self.config, self.version, self.force = librarian, config, version, force
         self.window = max(1, workers) + max(0, lookahead)
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="parse-ahead")
+        # A document's reads (its row, bytes, ledger entry, generation) are done on a thread of their
+        # own, ahead of its parse: a decoding child then starts its next document as soon as it has
+        # replied, instead of idling while the parse thread reads (5 ms a small document).
+        self._reads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parse-ahead-read")
         self._futures: dict[str, Future[Parsed | None]] = {}  # parses running or not yet handed out
         self._finished: dict[str, Future[Parsed | None]] = {}  # handed out, not yet taken or released
         self.waited: dict[str, float] = {}  # seconds the caller waited for each document's parse
@@ -72,7 +86,8 @@ class ParseAhead:
 
     def submit(self, document_id: str) -> None:
         if document_id not in self._futures:
-            self._futures[document_id] = self._pool.submit(self._parse, document_id)
+            read = self._reads.submit(self._read, document_id)
+            self._futures[document_id] = self._pool.submit(self._decode, read)
 
     def in_completion_order(self, document_ids: list[str]) -> Iterator[str]:
         """Yields every document id once, each as soon as its background parse has finished.
@@ -122,7 +137,8 @@ class ParseAhead:
             return None
         return parsed
 
-    def _parse(self, document_id: str) -> Parsed | None:
+    def _read(self, document_id: str) -> _Read | None:
+        """What the document's parse needs from the librarian; None when it is not to be parsed ahead."""
         lib = self.librarian
         meta = self._metadata.pop(document_id, None) or lib.with_content_hash(lib.get_metadata(document_id))
         if meta.parent_id or meta.size > Limits.from_env().max_bytes:
@@ -152,8 +168,14 @@ class ParseAhead:
                 return None
         if data is None:
             data = b"".join(lib.objects.open(meta.object_id))  # the metadata is read already
-        elements = partition_document(data, info, self.config, meta.title or None)
-        return Parsed(fingerprint, elements, info.strategy_used, info.notes, dict(info.stats))
+        return _Read(meta, info, fingerprint, data)
+
+    def _decode(self, read: Future[_Read | None]) -> Parsed | None:
+        found = read.result()  # a failed read is the parse's failure, raised on take
+        if found is None:
+            return None
+        elements = partition_document(found.data, found.info, self.config, found.meta.title or None)
+        return Parsed(found.fingerprint, elements, found.info.strategy_used, found.info.notes, dict(found.info.stats))
 
     def found_current(self, document_id: str, fingerprint: str) -> bool:
         """This generation of the document was current and complete when it was looked at ahead."""
@@ -168,3 +190,4 @@ class ParseAhead:
             future.cancel()
         self._finished.clear()
         self._pool.shutdown(wait=True)
+        self._reads.shutdown(wait=True, cancel_futures=True)
