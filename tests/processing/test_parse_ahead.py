@@ -94,3 +94,31 @@ def test_a_current_document_is_looked_at_once_per_batch(lib, monkeypatch):
     assert sorted(looked) == keys  # once each, by parse-ahead
     assert process_document(lib, "note-0", CONFIG).skipped  # no batch: the runner looks itself
     assert sorted(looked) == sorted([*keys, "note-0"])
+
+
+def test_a_batch_reads_each_documents_row_generation_and_ledger_entry_once(lib, monkeypatch):
+    """The runner opens a document's attempt from what parse-ahead read for its parse (row, head,
+    generation, ledger entry) instead of reading them again; without a batch it reads them itself."""
+    from collections import Counter
+
+    keys = [f"note-{n}" for n in range(3)]
+    for n, key in enumerate(keys):
+        lib.add_document(key, detect.MARKDOWN, docgen.markdown() + f"\n\nNote {n}.\n".encode(), title=f"{key}.md")
+    reads: Counter = Counter()
+    for name in ("get_metadata", "get_generation", "get_failure"):
+        real = getattr(lib, name)
+        monkeypatch.setattr(lib, name, lambda key, real=real, name=name: reads.update([(name, key)]) or real(key))
+    ahead = ParseAhead(lib, CONFIG, unstructured_version(), workers=2)
+    try:
+        for key in ahead.in_completion_order(keys):
+            outcome = process_document(lib, key, CONFIG, ahead=ahead)
+            assert outcome.results["elements"].elements and not outcome.skipped  # parsed ahead, stored
+            ahead.release(key)
+    finally:
+        ahead.close()
+    assert {(name, key): n for (name, key), n in reads.items() if n != 1} == {}
+    assert len(reads) == 3 * len(keys)  # each read once: by parse-ahead
+    reads.clear()
+    lib.add_document("alone", detect.MARKDOWN, docgen.markdown(), title="alone.md")
+    process_document(lib, "alone", CONFIG)
+    assert set(reads) == {("get_metadata", "alone"), ("get_generation", "alone"), ("get_failure", "alone")}

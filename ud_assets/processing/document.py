@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Protocol
 
-from resources.model import Librarian
+from resources.model import DocumentMetadata, Librarian
+from resources.records import Generation
 from ud_assets.decoding import ids
 from ud_assets.decoding.decoder import describe_document
 from ud_assets.decoding.model import DecoderConfig
@@ -13,23 +15,48 @@ from ud_assets.processing.model import Attempt, DocumentFailed, DocumentResult
 DETECTION_BYTES = 65536  # what MIME detection reads: the head of the document, never all of it
 
 
+class Read(Protocol):
+    """A document's row, head and stored generation, as read moments ago (parse_ahead.Looked)."""
+
+    @property
+    def meta(self) -> DocumentMetadata: ...
+    @property
+    def head(self) -> bytes: ...
+    @property
+    def generation(self) -> Generation | None: ...
+
+
 def open_attempt(
-    librarian: Librarian, document_id: str, config: DecoderConfig, version: str, now: datetime | None = None
+    librarian: Librarian,
+    document_id: str,
+    config: DecoderConfig,
+    version: str,
+    now: datetime | None = None,
+    read: Read | None = None,
 ) -> Attempt:
-    """Read the document's metadata and head, detect its kind, and name the generation to produce."""
-    # A row TrustGraph's librarian wrote has no sha256: computed here once (the fingerprint needs it).
-    meta = librarian.with_content_hash(librarian.get_metadata(document_id))
+    """Read the document's metadata and head, detect its kind, and name the generation to produce.
+
+    read: the row, head and generation already read for this document (by parse-ahead, in a batch)."""
+    if read is not None:
+        meta, head, current = read.meta, read.head, read.generation
+    else:
+        # A row TrustGraph's librarian wrote has no sha256: computed here once (the fingerprint needs it).
+        meta = librarian.with_content_hash(librarian.get_metadata(document_id))
+        head, current = b"", None
     if meta.parent_id:
         raise DocumentFailed(document_id, f"is a {meta.document_type} of {meta.parent_id}, not a source document")
-    # The head from the object store by the metadata just read (the librarian's read_range reads it again).
-    head = librarian.objects.read_range(meta.object_id, 0, min(DETECTION_BYTES, meta.size)) if meta.size else b""
+    if read is None:
+        # The head from the object store by the metadata just read (the librarian's read_range reads it again).
+        head = librarian.objects.read_range(meta.object_id, 0, min(DETECTION_BYTES, meta.size)) if meta.size else b""
     info = describe_document(
         head, document_id, config, filename=meta.title, declared_kind=meta.kind, title=meta.title, version=version
     )
     # The fingerprint covers the whole content: use the librarian's hash of all of it.
     info.sha256, info.size = meta.sha256, meta.size
     info.fingerprint = ids.fingerprint(meta.sha256, version, config, info.mime_type)
-    return Attempt(librarian, meta, info, config, librarian.get_generation(document_id), now)
+    if read is None:
+        current = librarian.get_generation(document_id)
+    return Attempt(librarian, meta, info, config, current, now)
 
 
 def document_stage(attempt: Attempt) -> DocumentResult:

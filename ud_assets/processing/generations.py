@@ -35,14 +35,9 @@ def elements_object_id(workspace: str, document_id: str, fingerprint: str) -> uu
 # -- the up-to-date rule: the one place that decides whether a document needs decoding ----------
 
 
-def known_failure(librarian: Librarian, document_id: str, fingerprint: str) -> Failure | None:
-    """The ledger's deterministic failure of this very generation, if any.
-
-    Such a failure repeats until the bytes, the decoder or its options change."""
-    return _deterministic_failure_of(librarian.get_failure(document_id), fingerprint)
-
-
-def _deterministic_failure_of(recorded: Failure | None, fingerprint: str) -> Failure | None:
+def deterministic_failure_of(recorded: Failure | None, fingerprint: str) -> Failure | None:
+    """The ledger's entry when it is a deterministic failure of this very generation: such a
+    failure repeats until the bytes, the decoder or its options change."""
     if recorded is not None and not recorded.transient and recorded.fingerprint == fingerprint:
         return recorded
     return None
@@ -92,11 +87,10 @@ def is_current(librarian: Librarian, document_id: str, fingerprint: str, current
     return current_problems(librarian, document_id, fingerprint, current) == []
 
 
-def refuse_known_failure(attempt: Attempt) -> Failure | None:
+def refuse_known_failure(attempt: Attempt, recorded: Failure | None) -> Failure | None:
     """Fail at once on the ledger's deterministic failure of this generation; else return what the
-    ledger holds for the document (a transient failure, one of another generation, or None)."""
-    recorded = attempt.librarian.get_failure(attempt.document_id)
-    known = _deterministic_failure_of(recorded, attempt.fingerprint)
+    ledger holds for the document, `recorded` (a transient failure, one of another generation, or None)."""
+    known = deterministic_failure_of(recorded, attempt.fingerprint)
     if known is not None:
         raise DocumentFailed(
             attempt.document_id,

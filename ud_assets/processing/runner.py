@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 
 from resources.model import Librarian, StorageUnavailable
+from resources.records import Failure
 from ud_assets.decoding.model import DecodeError, DecoderConfig
 from ud_assets.decoding.partitioning import unstructured_version
 from ud_assets.processing.document import open_attempt
@@ -21,6 +22,13 @@ from ud_assets.processing.parse_ahead import ParseAhead
 from ud_assets.processing.stages import BY_NAME, NAMES, StageRun, check_key, execution_order
 
 DEFAULT_CHUNKING = ChunkingOptions()
+
+
+class _Unread:
+    """The ledger entry of a document not read yet (None means read: no entry)."""
+
+
+_UNREAD = _Unread()
 
 
 def process_document(
@@ -52,9 +60,10 @@ def process_document(
         raise ValueError(f"unknown stages {sorted(unknown)}; the stages are {', '.join(NAMES)}")
     attempt: Attempt | None = None
     try:
-        attempt = open_attempt(librarian, document_id, config, version or unstructured_version(), now)
+        looked = ahead.looked(document_id) if ahead is not None else None
+        attempt = open_attempt(librarian, document_id, config, version or unstructured_version(), now, looked)
         run = StageRun(attempt, Outcome(attempt.document_id), force, chunking, ahead, progress)
-        _run(run, selected, force)
+        _run(run, selected, force, looked.failure if looked is not None else _UNREAD)
         _evaluate_checks(run, set(checks))
         return run.outcome
     except DocumentFailed as failure:
@@ -95,7 +104,7 @@ def document_failure(document_id: str, exc: BaseException) -> DocumentFailed | N
     return None
 
 
-def _run(run: StageRun, selected: set[str], force: bool) -> None:
+def _run(run: StageRun, selected: set[str], force: bool, failure: Failure | _Unread | None = _UNREAD) -> None:
     """The selected stages in their declared order; a stage's inputs come from the StageRun."""
     attempt, outcome = run.attempt, run.outcome
     outcome.fingerprint = attempt.fingerprint
@@ -105,7 +114,11 @@ def _run(run: StageRun, selected: set[str], force: bool) -> None:
         outcome.results[stage.name] = stage.run(run)
     if all(stage.kind == "source" for stage in order):
         return
-    recorded_failure = refuse_known_failure(attempt) if not force else None
+    recorded_failure = None
+    if not force:
+        if isinstance(failure, _Unread):
+            failure = attempt.librarian.get_failure(attempt.document_id)
+        recorded_failure = refuse_known_failure(attempt, failure)
     # The generation's stages with work to do: none when it is current and complete.
     todo = [s for s in order if s.kind != "source"]
     # Parse-ahead looked at this very generation moments ago (a batch): its verdict stands.
