@@ -312,7 +312,7 @@ def _held_lock_target(lock):
     return target
 
 
-def test_a_child_blocked_on_a_lock_inherited_at_fork_is_our_fault_not_the_documents(monkeypatch):
+def test_a_child_blocked_on_a_lock_inherited_at_fork_is_our_fault_not_the_documents(monkeypatch, capfd, caplog):
     import threading
 
     from ud_assets.processing.runner import document_failure
@@ -340,31 +340,9 @@ def test_a_child_blocked_on_a_lock_inherited_at_fork_is_our_fault_not_the_docume
     # Not a document failure: the runner lets it fail the run with its traceback.
     assert document_failure("notes.md", isolation.ChildStalled("stalled")) is None
     assert _no_children_left()
-
-
-def test_a_stalled_child_logs_itself_and_writes_where_it_waits(monkeypatch, capfd, caplog):
-    import threading
-
-    monkeypatch.setattr(children, "STALL_S", 1.0)
-    lock, release = threading.Lock(), threading.Event()
-
-    def hold():
-        with lock:
-            release.wait(60)
-
-    holder = threading.Thread(target=hold, daemon=True)
-    holder.start()
-    try:
-        with pytest.raises(isolation.ChildStalled):
-            IsolatedPartitioner(Limits(timeout_s=60), warm=False, target=_held_lock_target(lock)).partition(
-                *GOOD, CONFIG
-            )
-    finally:
-        release.set()
-        holder.join()
-    stalls = [r for r in caplog.records if "used no CPU" in r.getMessage()]
-    assert len(stalls) == 2  # the first child and the fresh one it was retried in
-    # Each child wrote its threads' stacks before it was killed: the waiting line is the target's `with lock`.
+    # Each stall is logged, and each child wrote its threads' stacks before it was killed: the
+    # waiting line is the target's `with lock`.
+    assert len([r for r in caplog.records if "used no CPU" in r.getMessage()]) == 2
     err = capfd.readouterr().err
     assert err.count("Current thread") == 2, err[-2000:]
     assert "in target" in err and "test_isolation.py" in err
