@@ -35,8 +35,8 @@ def pinned_time() -> Iterator[None]:
 
     real = runner.open_attempt
 
-    def open_attempt(librarian, document_id, config, version, now=None):
-        return real(librarian, document_id, config, version, FIXED_NOW)
+    def open_attempt(librarian, document_id, config, version, now=None, read=None):
+        return real(librarian, document_id, config, version, FIXED_NOW, read)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(runner, "open_attempt", open_attempt)
