@@ -73,8 +73,8 @@ def open_materialize_dialog(page: Page, button: str) -> Locator:
 
 def pick_partitions(page: Page, dialog: Locator, keys: list[str]) -> None:
     """In the dialog's partition selector: filter by each key, tick it, close the menu."""
-    dialog.get_by_text("Select a partition or create one").click()
     search = page.get_by_placeholder("Filter partitions")
+    open_partition_menu(dialog, search)
     menu = search.locator("xpath=ancestor::*[@role='dialog'][1]")  # the popover, not the dialog
     for key in keys:
         search.fill(key)
@@ -85,6 +85,21 @@ def pick_partitions(page: Page, dialog: Locator, keys: list[str]) -> None:
     expect(menu).to_be_hidden()
     count = f"{len(keys)} partition" + ("s" if len(keys) > 1 else "")
     expect(dialog.get_by_text(count, exact=True)).to_be_visible()
+
+
+def open_partition_menu(dialog: Locator, search: Locator, attempts: int = 3) -> None:
+    """Click the selector until its menu shows. While the dialog is still loading the partitions'
+    health it re-renders, and a click that lands then opens nothing (seen once in CI: no popover in
+    the page after 30 s); a person simply clicks again."""
+    opener = dialog.get_by_text("Select a partition or create one")
+    for attempt in range(attempts):
+        opener.click()
+        try:
+            expect(search).to_be_visible(timeout=10_000)
+            return
+        except AssertionError:
+            if attempt == attempts - 1:
+                raise
 
 
 def follow_toast(page: Page, pattern: str) -> str:
