@@ -241,11 +241,22 @@ def test_a_documents_triples_share_batches_by_replica_without_server_warnings(re
     default warning thresholds (no "Server warning" from the driver), and every row is stored."""
     import logging
 
-    from resources.cassandra.connection import REPLICA_BATCH_PARTITIONS
+    from resources.cassandra.connection import (
+        REPLICA_BATCH_BYTES,
+        REPLICA_BATCH_PARTITIONS,
+        REPLICA_ROW_OVERHEAD,
+        _row_size,
+    )
 
     quads = [
         Quad(f"urn:section:{i % 7}", f"https://ex.org/p{i % 11}", Term(f"literal value number {i}"), GRAPH_SOURCE)
         for i in range(70)
+    ]
+    # and literals long enough that the batches' size, not their partitions, bounds them: each row
+    # repeats its literal, and Cassandra warns above 5 KiB
+    quads += [
+        Quad(f"urn:page:{i % 3}", f"https://ex.org/text{i % 2}", Term(f"{i} " + "word " * (40 * i)), GRAPH_SOURCE)
+        for i in range(1, 8)
     ]
     rows = [row for q in quads for row in real.triples._rows_of("default", *_parts(q), "C", "E")]
     partitions = {(cql, partition) for cql, _, partition in rows}
@@ -256,8 +267,11 @@ def test_a_documents_triples_share_batches_by_replica_without_server_warnings(re
     with caplog.at_level(logging.WARNING, logger="cassandra"):
         real.triples.insert(quads)
     assert not [r for r in caplog.records if "Server warning" in r.getMessage()]
-    # about one request per REPLICA_BATCH_PARTITIONS partitions, where one per partition was sent before
-    assert sum(sent) <= len(partitions) // REPLICA_BATCH_PARTITIONS + 8, (sum(sent), len(partitions))
+    # about one request per REPLICA_BATCH_PARTITIONS partitions or REPLICA_BATCH_BYTES, where one
+    # per partition was sent before
+    size = sum(_row_size(params) + REPLICA_ROW_OVERHEAD for _, params, _ in rows)
+    limit = len(partitions) // REPLICA_BATCH_PARTITIONS + size // REPLICA_BATCH_BYTES + 8
+    assert sum(sent) <= limit, (sum(sent), len(partitions), size)
     assert sorted(real.triples.query(collection="default"), key=repr) == sorted(quads, key=repr)
     for q in quads:  # each literal's own partition, as TrustGraph's readers look a literal up
         assert real.triples.query(o=q.o, collection="default") == [q]
