@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import dagster as dg
 import pytest
 
-from resources.model import DocumentNotFound, LibrarianError
+from resources.model import CHUNK, DocumentNotFound, LibrarianError
 from tests import docgen
 from tests.defs.test_subsets import materialize
 from ud_assets.decoding.model import ConfigError, DecodeError, DecoderBug, DecoderConfig
@@ -328,3 +328,26 @@ def test_an_unavailable_server_is_ledgered_as_transient(resource, instance, monk
     assert not materialize(resource, instance, ["notes.md"], set(ALL)).success
     [failure] = lib.list_failures()
     assert failure.transient and "the disk went away" in failure.error
+
+
+def test_a_documents_checks_read_its_stored_triples_together(resource, monkeypatch):
+    """Every check that reads triples names its entities first; they are read in one request (the
+    embedded store's one query; Cassandra's one per 20 partitions), not one request per check."""
+    from ud_assets.processing.stages import STAGES
+
+    lib = resource.get()
+    lib.add_document("a.pdf", "application/pdf", docgen.pdf_with_text_and_image(), title="a.pdf")
+    asked: list[list[str]] = []
+    real = lib.triples.query_subjects
+    monkeypatch.setattr(
+        lib.triples, "query_subjects", lambda subjects, *a, **k: asked.append(list(subjects)) or real(subjects, *a, **k)
+    )
+    every_check = [check_key(stage.name, check.name) for stage in STAGES for check in stage.checks]
+    outcome = process_document(lib, "a.pdf", DecoderConfig(), ALL, checks=every_check)
+    assert outcome.checks == dict.fromkeys(every_check, "")
+    assert len(asked) == 1, asked
+    sections = [c.id for c in lib.list_children("a.pdf")]
+    chunks = [c.id for s in sections for c in lib.list_children(s) if c.document_type == CHUNK]
+    assert sections and chunks
+    assert set(sections) | set(chunks) <= set(asked[0])  # what check_offsets and chunk_offsets read
+    assert len(asked[0]) == len(set(asked[0]))

@@ -90,6 +90,25 @@ def chunks_stage(
     )
 
 
+def _expected_chunks(run: StageRun) -> tuple[str, list[Section], dict[str, list[chunking.Chunk]]]:
+    """The current chunk generation, the stored leaf sections and each one's chunks, as the stage builds them."""
+
+    def compute() -> tuple[str, list[Section], dict[str, list[chunking.Chunk]]]:
+        options, texts = run.chunking, run.stored_texts()
+        generation = chunking.chunk_generation(run.attempt.fingerprint, options.chunk_size, options.chunk_overlap)
+        sections = [s for s in run.built().sections if s.leaf and s.id in texts]
+        chunks = {s.id: chunking.chunk_text(s.text, options.chunk_size, options.chunk_overlap) for s in sections}
+        return generation, sections, chunks
+
+    return run.derived("chunks", compute)
+
+
+def chunk_subjects(run: StageRun) -> list[str]:
+    """The entities whose stored triples check_chunk_offsets reads: each chunk expected."""
+    generation, _, chunks = _expected_chunks(run)
+    return [chunking.chunk_id(section_id, generation, c.index) for section_id, found in chunks.items() for c in found]
+
+
 def check_chunk_offsets(run: StageRun) -> str:
     """Read back: every chunk of the current chunk generation has its row, its offsets stored as
     triples, and its row's digest is that of its stored section's text at those offsets.
@@ -97,18 +116,10 @@ def check_chunk_offsets(run: StageRun) -> str:
     The digest, recorded from the bytes the run stored, stands for the chunk's object: reading
     every chunk's object would double the check's cost per document; `ud verify` compares each
     object's bytes with its row's digest."""
-    lib, options = run.attempt.librarian, run.chunking
-    generation = chunking.chunk_generation(run.attempt.fingerprint, options.chunk_size, options.chunk_overlap)
+    lib = run.attempt.librarian
     texts = run.stored_texts()
-    sections = [s for s in run.built().sections if s.leaf and s.id in texts]
-    chunks = {
-        section.id: chunking.chunk_text(section.text, options.chunk_size, options.chunk_overlap) for section in sections
-    }
-    triples = run.stored_triples(
-        chunking.chunk_id(section_id, generation, chunk.index)
-        for section_id, found in chunks.items()
-        for chunk in found
-    )
+    generation, sections, chunks = _expected_chunks(run)
+    triples = run.stored_triples(chunk_subjects(run))
     problems: list[str] = []
     for section in sections:
         stored = {c.id: c for c in lib.list_children(section.id) if c.document_type == CHUNK}

@@ -85,12 +85,26 @@ def to_quad(triple: Triple) -> Quad:
     return Quad(triple.s, triple.p, obj, triple.g)
 
 
+def _expected_counts(run: StageRun) -> Counter[str]:
+    """How many triples the generation's build gives each entity."""
+
+    def compute() -> Counter[str]:
+        built = run.built()
+        return Counter(to_quad(t).s for t in build_triples(run.attempt.info, built.sections, built.images))
+
+    return run.derived("triple_counts", compute)
+
+
+def triple_count_subjects(run: StageRun) -> list[str]:
+    """The entities whose stored triples check_triple_counts reads: every one the build gives triples."""
+    return sorted(_expected_counts(run))
+
+
 def check_triple_counts(run: StageRun) -> str:
     """Read back: the triple store holds exactly the triples built for each entity of the generation
     (every entity's partition read at once, shared with the offset checks)."""
-    built = run.built()
-    expected = Counter(to_quad(t).s for t in build_triples(run.attempt.info, built.sections, built.images))
-    subjects = sorted(expected)
+    expected = _expected_counts(run)
+    subjects = triple_count_subjects(run)
     triples = run.stored_triples(subjects)
     problems = []
     for subject in subjects:

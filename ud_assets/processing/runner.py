@@ -158,9 +158,13 @@ def _evaluate_checks(run: StageRun, wanted: set[str]) -> None:
     """Each wanted check of a stage that ran or was found current reads back what is stored."""
     if not wanted:
         return
-    for stage in BY_NAME.values():
-        applies = stage.name in run.outcome.results or (run.outcome.skipped and stage.kind == "generation")
-        for check in stage.checks:
-            key = check_key(stage.name, check.name)
-            if key in wanted and applies:
-                run.outcome.checks[key] = check.verdict(run)
+    checks = [
+        (check_key(stage.name, check.name), check)
+        for stage in BY_NAME.values()
+        if stage.name in run.outcome.results or (run.outcome.skipped and stage.kind == "generation")
+        for check in stage.checks
+        if check_key(stage.name, check.name) in wanted
+    ]
+    run.stored_triples(s for _, check in checks if check.reads_triples_of for s in check.reads_triples_of(run))
+    for key, check in checks:
+        run.outcome.checks[key] = check.verdict(run)

@@ -42,6 +42,12 @@ def sections_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> Sec
     return SectionsResult(len(new), fresh, metadata)
 
 
+def offsets_subjects(run: StageRun) -> list[str]:
+    """The entities whose stored triples check_offsets reads: each stored page or section."""
+    texts = run.stored_texts()
+    return [s.id for s in run.built().sections if s.id in texts]
+
+
 def check_offsets(run: StageRun) -> str:
     """Read back what was stored: each page's or section's stored text against the document's text
     at its offsets, its stored charOffset/charLength triples against those offsets, and each element
@@ -53,7 +59,7 @@ def check_offsets(run: StageRun) -> str:
     sections = run.built().sections
     texts = run.stored_texts()
     document_text = "\n\n".join(s.text for s in sections if s.leaf)
-    triples = run.stored_triples(s.id for s in sections if s.id in texts)
+    triples = run.stored_triples(offsets_subjects(run))
     problems: list[str] = []
     for section in sections:
         stored = texts.get(section.id)

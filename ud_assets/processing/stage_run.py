@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from resources.librarian import io_pool
 from resources.model import GRAPH_SOURCE, DocumentMetadata, Librarian, LibrarianError, Quad, StorageUnavailable
@@ -30,6 +31,8 @@ from ud_assets.processing.parse_ahead import ParseAhead
 
 PROBLEMS_NAMED = 3  # a check's verdict names this many of what it found wrong
 
+T = TypeVar("T")
+
 
 @dataclass
 class StageRun:
@@ -48,6 +51,7 @@ class StageRun:
     _children: dict[str, DocumentMetadata] | None = None
     _texts: dict[str, str] | None = None
     _triples: dict[str, list[Quad]] = field(default_factory=dict)
+    _derived: dict[str, Any] = field(default_factory=dict)
 
     def result(self, stage: str) -> StageResult | None:
         return self.outcome.results.get(stage)
@@ -125,6 +129,16 @@ class StageRun:
                 )
                 self._texts = {row.id: text for row, text in zip(present, texts, strict=True) if text is not None}
             return self._texts
+
+    def derived(self, name: str, compute: Callable[[], T]) -> T:
+        """What a check derives from the generation (its chunks, the triples it should have),
+        computed once: a check first names the entities whose triples it reads, then reads them."""
+        with self._lock:
+            if name in self._derived:
+                return self._derived[name]
+        value = compute()  # outside the lock: it may read the generation through this run
+        with self._lock:
+            return self._derived.setdefault(name, value)
 
     def stored_triples(self, subjects: Iterable[str]) -> dict[str, list[Quad]]:
         """Each subject's quads of the source graph as stored: those not read yet, all in one read

@@ -12,7 +12,7 @@ A stage's function takes a `StageRun` (processing/stage_run.py): where every inp
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -49,6 +49,9 @@ class Check:
     name: str
     description: str
     verdict: Callable[[StageRun], str]
+    # The entities whose stored triples the verdict reads: the triples of every check asked for
+    # are read together before any verdict (one request per 20 entities, not one per check).
+    reads_triples_of: Callable[[StageRun], Iterable[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +142,7 @@ STAGES: tuple[Stage, ...] = (
                 "Read back: every stored section's text is the document's at its offsets and its stored "
                 "charOffset/charLength, and every element sits at its offset in the stored text.",
                 sections.check_offsets,
+                sections.offsets_subjects,
             ),
             Check(
                 "no_stale_children",
@@ -182,6 +186,7 @@ STAGES: tuple[Stage, ...] = (
                 "Read back: every chunk of the current chunk generation is stored, and its stored text sits "
                 "at its stored charOffset in its stored section.",
                 chunks.check_chunk_offsets,
+                chunks.chunk_subjects,
             ),
         ),
     ),
@@ -198,6 +203,7 @@ STAGES: tuple[Stage, ...] = (
                 "triple_count_consistent",
                 "Read back: the triple store holds exactly the triples built for each of the document's entities.",
                 provenance.check_triple_counts,
+                provenance.triple_count_subjects,
             ),
         ),
     ),
