@@ -351,3 +351,31 @@ def test_a_documents_checks_read_its_stored_triples_together(resource, monkeypat
     assert sections and chunks
     assert set(sections) | set(chunks) <= set(asked[0])  # what check_offsets and chunk_offsets read
     assert len(asked[0]) == len(set(asked[0]))
+
+
+def test_a_commit_removes_what_the_sections_stage_listed_and_clears_only_a_recorded_failure(resource, monkeypatch):
+    """A new generation's commit removes the old generation's children as its sections stage
+    listed them (the document's children are listed once), and deletes a ledger entry only when
+    one was recorded: an empty ledger costs no delete (a tombstone in Cassandra)."""
+    from collections import Counter
+    from datetime import UTC, datetime
+
+    from resources.records import Failure
+
+    lib = resource.get()
+    lib.add_document("notes.md", "text/markdown", docgen.markdown(), title="notes.md")
+    process_document(lib, "notes.md", DecoderConfig(), ALL)
+    old = [c.id for c in lib.list_children("notes.md")]
+    calls: Counter = Counter()
+    for name in ("list_children", "clear_failure"):
+        real = getattr(lib, name)
+        monkeypatch.setattr(lib, name, lambda key, real=real, name=name: calls.update([(name, key)]) or real(key))
+    outcome = process_document(lib, "notes.md", DecoderConfig(section_strategy="heading"), ALL)
+    assert sorted(outcome.results["provenance_triples"].removed_children) == sorted(old)
+    assert not any(lib.exists(child) for child in old)
+    assert calls[("list_children", "notes.md")] == 1 and calls[("clear_failure", "notes.md")] == 0
+    # a failure in the ledger (a transient one, retried) is cleared by the commit that succeeds
+    failed = Failure("notes.md", datetime.now(UTC), "", "", "", "storage unavailable", transient=True)
+    lib.record_failure(failed)
+    process_document(lib, "notes.md", DecoderConfig(section_strategy="count"), ALL)
+    assert calls[("clear_failure", "notes.md")] == 1 and lib.get_failure("notes.md") is None

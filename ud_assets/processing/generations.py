@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from resources.model import GRAPH_SOURCE, IMAGE, DocumentMetadata, Librarian, LibrarianError, Quad
@@ -125,12 +126,16 @@ def stale_children(
 # -- commit -------------------------------------------------------------------------------------
 
 
-def commit(attempt: Attempt, quads: list[Quad], summary: dict[str, object]) -> list[str]:
+def commit(
+    attempt: Attempt, quads: list[Quad], summary: dict[str, object], others: Sequence[DocumentMetadata] | None = None
+) -> list[str]:
     """Make the attempt's generation current: record it, then remove older generations' children.
 
     The document-level triples are replaced first (they describe the document as of this
     generation); the record follows; only then do older children go, so a crash in between
-    leaves a current generation whose extra children the next commit removes."""
+    leaves a current generation whose extra children the next commit removes. others: the
+    children of other generations as this run's sections stage listed them (this run adds only
+    children of its own generation); None lists them here."""
     lib, info = attempt.librarian, attempt.info
     doc_iri = ids.document_iri(info.id)
     lib.triples.delete_subjects([doc_iri], GRAPH_SOURCE, lib.collection)
@@ -148,21 +153,31 @@ def commit(attempt: Attempt, quads: list[Quad], summary: dict[str, object]) -> l
             summary_json=json.dumps(summary),
         )
     )
-    stale = [c.id for c in lib.list_children(info.id) if attempt.tag not in c.tags]
+    listed = lib.list_children(info.id) if others is None else others
+    stale = [c.id for c in listed if attempt.tag not in c.tags]
     for child_id in stale:
         lib.remove_document(child_id)
-    lib.clear_failure(info.id)
+    if not attempt.ledger_empty:
+        lib.clear_failure(info.id)
     return stale
 
 
-def generation_diff(attempt: Attempt, sections: list[Section], elements: list[Element]) -> dict[str, object] | None:
-    """What a new generation changes: sections, elements and characters added/removed/changed."""
+def generation_diff(
+    attempt: Attempt,
+    sections: list[Section],
+    elements: list[Element],
+    others: Sequence[DocumentMetadata] | None = None,
+) -> dict[str, object] | None:
+    """What a new generation changes: sections, elements and characters added/removed/changed.
+
+    others: the document's children of other generations, when the caller has listed them."""
     previous, lib = attempt.current, attempt.librarian
     if previous is None or previous.fingerprint == attempt.fingerprint:
         return None
+    listed = lib.list_children(attempt.document_id) if others is None else others
     old_sections = {
         c.title: lib.get_content(c.id).decode("utf-8", errors="replace")
-        for c in lib.list_children(attempt.document_id)
+        for c in listed
         if attempt.tag not in c.tags and c.document_type in ("page", "section")
     }
     new_sections = {s.label: s.text for s in sections if s.leaf}

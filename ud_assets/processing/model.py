@@ -83,6 +83,9 @@ class Attempt:
     config: DecoderConfig
     current: Generation | None  # the generation stored as current when the attempt began
     now: datetime | None = None  # the time written into provenance (tests pin it)
+    # The failure ledger was read as the attempt began and held nothing for the document, so the
+    # commit has nothing to clear (a delete of nothing still costs Cassandra a tombstone).
+    ledger_empty: bool = False
 
     @property
     def document_id(self) -> str:
@@ -122,6 +125,9 @@ class SectionsResult:
     written: int
     fresh: bool  # every section was written by this run (none existed): nothing to clear below them
     metadata: Metadata
+    # The document's children of other generations as listed before this run wrote any (None:
+    # not listed, a rewrite): what its commit removes, without listing them again.
+    others: tuple[DocumentMetadata, ...] | None = None
 
 
 @dataclass(frozen=True)

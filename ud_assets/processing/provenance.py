@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Sequence
 
-from resources.model import GRAPH_SOURCE, Quad, Term
+from resources.model import GRAPH_SOURCE, DocumentMetadata, Quad, Term
 from ud_assets.decoding import ids
 from ud_assets.decoding.decoder import build_triples
 from ud_assets.decoding.model import COMPONENT as DECODER_COMPONENT
@@ -21,11 +22,18 @@ from ud_assets.processing.model import Attempt, Built, MissingInput, ProvenanceR
 from ud_assets.processing.stage_run import StageRun, named
 
 
-def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fresh_children: bool) -> ProvenanceResult:
+def provenance_stage(
+    attempt: Attempt,
+    built: Built,
+    elements: list[Element],
+    fresh_children: bool,
+    other_generations: Sequence[DocumentMetadata] | None = None,
+) -> ProvenanceResult:
     """Store the triples of the document, its sections and images, and make the generation current.
 
     fresh_children: every section and image was written by this very run, so none of them can
-    have triples yet and there is nothing to clear first."""
+    have triples yet and there is nothing to clear first. other_generations: the document's
+    children of other generations, when this run's sections stage listed them."""
     started = time.perf_counter()
     lib, document_id = attempt.librarian, attempt.document_id
     # Children this very run wrote are stored; others (a stage run on its own) are checked first.
@@ -59,8 +67,8 @@ def provenance_stage(attempt: Attempt, built: Built, elements: list[Element], fr
         "image_parents": dict(sorted(Counter(r.parent for r in built.images).items())),
         "document_triples": sum(1 for q in quads if q.s == doc_iri),
     }
-    diff = generation_diff(attempt, sections, elements)
-    removed = commit(attempt, quads, summary)
+    diff = generation_diff(attempt, sections, elements, other_generations)
+    removed = commit(attempt, quads, summary, other_generations)
     subjects = {q.s for q in quads}
     # What a person can look up from the UI: how many entities of each type the generation holds.
     entities = Counter(q.o.value.rsplit("#", 1)[-1].rsplit("/", 1)[-1] for q in quads if q.p == RDF_TYPE)

@@ -119,6 +119,7 @@ def _run(run: StageRun, selected: set[str], force: bool, failure: Failure | _Unr
         if isinstance(failure, _Unread):
             failure = attempt.librarian.get_failure(attempt.document_id)
         recorded_failure = refuse_known_failure(attempt, failure)
+        attempt.ledger_empty = recorded_failure is None
     # The generation's stages with work to do: none when it is current and complete.
     todo = [s for s in order if s.kind != "source"]
     # Parse-ahead looked at this very generation moments ago (a batch): its verdict stands.

@@ -29,7 +29,8 @@ def sections_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> Sec
     rewrite: write every one again (forced, or repairing a generation whose objects went missing)."""
     started = time.perf_counter()
     lib = attempt.librarian
-    stored = set() if rewrite else {c.id for c in lib.list_children(attempt.document_id)}
+    listed = None if rewrite else lib.list_children(attempt.document_id)
+    stored = {c.id for c in listed or ()}
     new = [
         Child(attempt.document_id, s.id, "text/plain", s.text.encode("utf-8"), s.type, s.label, (attempt.tag,))
         for s in built.sections
@@ -39,7 +40,8 @@ def sections_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> Sec
     metadata = sections_metadata(attempt, built.sections, len(new))
     metadata["sections_s"] = round(time.perf_counter() - started, 3)
     fresh = not rewrite and len(new) == len(built.sections)  # none of them existed before
-    return SectionsResult(len(new), fresh, metadata)
+    others = None if listed is None else tuple(c for c in listed if attempt.tag not in c.tags)
+    return SectionsResult(len(new), fresh, metadata, others)
 
 
 def offsets_subjects(run: StageRun) -> list[str]:

@@ -99,7 +99,9 @@ def _run_images(run: StageRun) -> ImagesResult:
 
 def _run_provenance(run: StageRun) -> ProvenanceResult:
     fresh = run.fresh(SECTIONS) and run.fresh(IMAGES)
-    return provenance.provenance_stage(run.attempt, run.built(), run.elements(), fresh)
+    sections = run.result(SECTIONS)
+    others = sections.others if isinstance(sections, SectionsResult) else None
+    return provenance.provenance_stage(run.attempt, run.built(), run.elements(), fresh, others)
 
 
 def _run_chunks(run: StageRun) -> ChunksResult:
