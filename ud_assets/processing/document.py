@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
@@ -26,6 +27,24 @@ class Read(Protocol):
     def generation(self) -> Generation | None: ...
 
 
+@dataclass(frozen=True)
+class _Reading:
+    meta: DocumentMetadata
+    head: bytes
+    generation: Generation | None
+
+
+def _read_source(librarian: Librarian, document_id: str) -> Read:
+    """A source document's row, head and current generation, read in that order; a child document
+    is refused before any of its bytes are read."""
+    # A row TrustGraph's librarian wrote has no sha256: computed here once (the fingerprint needs it).
+    meta = librarian.with_content_hash(librarian.get_metadata(document_id))
+    if meta.parent_id:
+        raise DocumentFailed(document_id, f"is a {meta.document_type} of {meta.parent_id}, not a source document")
+    head = librarian.objects.read_range(meta.object_id, 0, min(DETECTION_BYTES, meta.size)) if meta.size else b""
+    return _Reading(meta, head, librarian.get_generation(document_id))
+
+
 def open_attempt(
     librarian: Librarian,
     document_id: str,
@@ -34,29 +53,19 @@ def open_attempt(
     now: datetime | None = None,
     read: Read | None = None,
 ) -> Attempt:
-    """Read the document's metadata and head, detect its kind, and name the generation to produce.
+    """Detect the document's kind from its head and name the generation to produce.
 
-    read: the row, head and generation already read for this document (by parse-ahead, in a batch)."""
-    if read is not None:
-        meta, head, current = read.meta, read.head, read.generation
-    else:
-        # A row TrustGraph's librarian wrote has no sha256: computed here once (the fingerprint needs it).
-        meta = librarian.with_content_hash(librarian.get_metadata(document_id))
-        head, current = b"", None
-    if meta.parent_id:
-        raise DocumentFailed(document_id, f"is a {meta.document_type} of {meta.parent_id}, not a source document")
-    if read is None:
-        # The head from the object store by the metadata just read (the librarian's read_range reads it again).
-        head = librarian.objects.read_range(meta.object_id, 0, min(DETECTION_BYTES, meta.size)) if meta.size else b""
+    read: the row, head and generation already read for this document (by parse-ahead, in a
+    batch, which hands over source documents only); else _read_source reads them."""
+    found = read if read is not None else _read_source(librarian, document_id)
+    meta = found.meta
     info = describe_document(
-        head, document_id, config, filename=meta.title, declared_kind=meta.kind, title=meta.title, version=version
+        found.head, document_id, config, filename=meta.title, declared_kind=meta.kind, title=meta.title, version=version
     )
     # The fingerprint covers the whole content: use the librarian's hash of all of it.
     info.sha256, info.size = meta.sha256, meta.size
     info.fingerprint = ids.fingerprint(meta.sha256, version, config, info.mime_type)
-    if read is None:
-        current = librarian.get_generation(document_id)
-    return Attempt(librarian, meta, info, config, current, now)
+    return Attempt(librarian, meta, info, config, found.generation, now)
 
 
 def document_stage(attempt: Attempt) -> DocumentResult:
