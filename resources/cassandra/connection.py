@@ -343,6 +343,11 @@ class CassandraConnection:
             connect_timeout=config.connect_timeout,
             control_connection_timeout=config.connect_timeout,
             max_schema_agreement_wait=30,
+            # Nagle's algorithm off, as the driver leaves it on: a small request written behind an
+            # unacknowledged one waits for the server's delayed ACK (about 40 ms on Linux). Measured
+            # writing 200 small documents' quads one document at a time: 66 ms a document with it,
+            # 23 ms without, and Cassandra's own CPU 35-37 ms a document against 18-19 ms.
+            sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)],
             # A restarted node is retried within seconds, not the driver's default 10 minutes.
             reconnection_policy=ExponentialReconnectionPolicy(base_delay=0.5, max_delay=10.0),
         )
