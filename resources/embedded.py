@@ -290,6 +290,14 @@ class SqliteDocumentStore:
         rows = self.db.read(f"SELECT {_DOC_COLUMNS} FROM document WHERE workspace = ? AND id = ?", (workspace, id))
         return _row_to_meta(rows[0]) if rows else None
 
+    def get_many(self, workspace: str, ids: Sequence[str]) -> list[DocumentMetadata]:
+        found: list[DocumentMetadata] = []
+        for start in range(0, len(ids), _IN_CHUNK):
+            chunk = list(ids[start : start + _IN_CHUNK])
+            sql = f"SELECT {_DOC_COLUMNS} FROM document WHERE workspace = ? AND id IN ({', '.join('?' * len(chunk))})"
+            found.extend(_row_to_meta(r) for r in self.db.read(sql, (workspace, *chunk)))
+        return found
+
     def insert(self, meta: DocumentMetadata, event: str | None) -> bool:
         row = _meta_to_row(meta)
         with self.db.write() as c:

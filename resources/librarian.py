@@ -413,6 +413,11 @@ class LibrarianService:
             raise DocumentNotFound(f"document {id!r} not found in workspace {self.workspace!r}")
         return meta
 
+    def get_metadata_many(self, ids: Sequence[str]) -> dict[str, DocumentMetadata]:
+        for id in ids:
+            check_id(id)
+        return {meta.id: meta for meta in self.documents.get_many(self.workspace, list(dict.fromkeys(ids)))}
+
     def exists(self, id: str) -> bool:
         check_id(id)
         return self.documents.get(self.workspace, id) is not None

@@ -163,6 +163,8 @@ class CassandraDocumentStore:
         self._upsert = f"INSERT INTO {ks}.document ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
         self._list = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ?"
         self._taken = f"SELECT id FROM {ks}.document WHERE workspace = ? AND id IN ?"
+        # id is the clustering column: many ids of a workspace are one read of its partition.
+        self._get_in = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND id IN ?"
         # id is the clustering column: a page is a slice of the workspace's partition, in id order.
         self._page = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND id > ? LIMIT ?"
         self._children = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND parent_id = ?"
@@ -224,6 +226,11 @@ class CassandraDocumentStore:
     def get(self, workspace: str, id: str) -> DocumentMetadata | None:
         rows = list(self.c.execute(self._get, (workspace, id), f"reading document {id!r}"))
         return _row_to_meta(rows[0]) if rows else None
+
+    def get_many(self, workspace: str, ids: Sequence[str]) -> list[DocumentMetadata]:
+        reads = [(self._get_in, (workspace, list(ids[i : i + TAKEN_CHUNK]))) for i in range(0, len(ids), TAKEN_CHUNK)]
+        results = self.c.execute_many(reads, f"reading {len(ids)} documents of workspace {workspace!r}")
+        return [_row_to_meta(row) for rows in results for row in rows]
 
     def insert(self, meta: DocumentMetadata, event: str | None) -> bool:
         result = self.c.execute(self._insert, _meta_to_row(meta), f"writing document {meta.id!r}")

@@ -204,6 +204,23 @@ def test_get_metadata_of_missing_document(librarian):
         librarian.get_metadata("ghost")
 
 
+def test_get_metadata_many_reads_existing_rows_by_id_and_leaves_out_missing_ones(librarian):
+    """A batch's rows in a few reads: sources and children by id, across the backend's read chunks
+    (ids asked for past the 500th), each row as get_metadata reads it, a missing id left out."""
+    librarian.add_document("first", "text/plain", b"one", title="first.txt")
+    librarian.add_document("last", "text/markdown", b"# two", title="last.md")
+    librarian.put_children([Child("first", "urn:page:first/1", "text/plain", b"page one", PAGE, "Page 1")])
+    ids = ["first", *(f"ghost-{i:03d}" for i in range(550)), "urn:page:first/1", "last", "first"]
+    found = librarian.get_metadata_many(ids)
+    assert sorted(found) == ["first", "last", "urn:page:first/1"]
+    for id, meta in found.items():
+        assert meta == librarian.get_metadata(id)
+    assert found["urn:page:first/1"].parent_id == "first" and found["last"].size == 5
+    assert librarian.get_metadata_many([]) == {}
+    with pytest.raises(LibrarianError):
+        librarian.get_metadata_many(["first", ""])  # an id the librarian refuses, as get_metadata does
+
+
 # -- children ------------------------------------------------------------------------------------
 
 

@@ -127,18 +127,27 @@ class ParseAhead:
         Size is a cheap proxy for parse time; a document whose metadata cannot be read keeps its
         place and fails when it is processed, with its cause."""
 
-        def size(document_id: str) -> int:
+        # One read for the batch's rows (a few requests, not one per document); a row another
+        # writer made without size and hash gets them here, from its bytes.
+        try:
+            rows = self.librarian.get_metadata_many(document_ids)
+        except LibrarianError:  # each document reads its own row again when processed, and fails with the cause
+            rows = {}
+
+        def size(meta: DocumentMetadata) -> int:
             try:
-                meta = self._metadata[document_id] = self.librarian.with_content_hash(
-                    self.librarian.get_metadata(document_id)
-                )
+                self._metadata[meta.id] = meta = self.librarian.with_content_hash(meta)
                 return meta.size
             except LibrarianError:  # reported by process_document, not here
                 return 0
 
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            sizes = dict(zip(document_ids, pool.map(size, document_ids)))
-        return sorted(document_ids, key=lambda d: -sizes[d])
+        hashed = [meta for meta in rows.values() if meta.sha256]
+        unhashed = [meta for meta in rows.values() if not meta.sha256]
+        sizes = {meta.id: size(meta) for meta in hashed}
+        if unhashed:
+            with ThreadPoolExecutor(max_workers=8) as pool:
+                sizes.update(zip([m.id for m in unhashed], pool.map(size, unhashed)))
+        return sorted(document_ids, key=lambda d: -sizes.get(d, 0))
 
     def take(self, document_id: str, fingerprint: str) -> Parsed | None:
         """The parse done ahead for this generation, or None.
