@@ -126,6 +126,29 @@ def test_an_image_object_not_written_is_named(resource, instance, monkeypatch):
     assert "has no object" in description
 
 
+def test_an_image_row_not_written_is_named_by_children_present(resource, instance, monkeypatch):
+    """The image's row is read back by id, below its page: one not written is named, its page is not."""
+    lib = resource.get()
+    documents = type(lib.documents)
+    real_upsert = documents.upsert_many
+    dropped: list = []
+
+    def upsert_all_but_one_image(self, metas):
+        metas = list(metas)
+        first = next((m for m in metas if m.document_type == IMAGE), None)
+        if first is not None and not dropped:
+            dropped.append(first)
+            metas = [m for m in metas if m.id != first.id]
+        return real_upsert(self, metas)
+
+    monkeypatch.setattr(documents, "upsert_many", upsert_all_but_one_image)
+    result = materialize(resource, instance, [BAD, GOOD], ALL)
+    [image] = dropped
+    description = assert_fails_naming(result, "children_present", image.id)
+    assert f"{image.id} has no row" in description
+    assert image.parent_id not in description.replace(image.id, "")  # the page's own row is there
+
+
 def test_a_page_object_deleted_is_named_by_children_present(resource, instance):
     assert materialize(resource, instance, [BAD, GOOD], ALL).success
     lib = resource.get()

@@ -119,15 +119,17 @@ def check_chunk_offsets(run: StageRun) -> str:
     lib = run.attempt.librarian
     texts = run.stored_texts()
     generation, sections, chunks = _expected_chunks(run)
-    triples = run.stored_triples(chunk_subjects(run))
+    expected = chunk_subjects(run)
+    triples = run.stored_triples(expected)
+    # Every expected chunk's row in one read by id, instead of listing each section's children.
+    stored = lib.get_metadata_many(expected) if expected else {}
     problems: list[str] = []
     for section in sections:
-        stored = {c.id: c for c in lib.list_children(section.id) if c.document_type == CHUNK}
         section_text = texts[section.id]
         for chunk in chunks[section.id]:
             chunk_id = chunking.chunk_id(section.id, generation, chunk.index)
             row = stored.get(chunk_id)
-            if row is None:
+            if row is None or row.parent_id != section.id or row.document_type != CHUNK:
                 problems.append(f"{chunk_id} has no row")
                 continue
             found = {q.p: q.o.value for q in triples[chunk_id] if q.p in (TG_CHAR_OFFSET, TG_CHAR_LENGTH)}

@@ -109,8 +109,10 @@ class StageRun:
             if self._children is None:
                 lib = self.attempt.librarian
                 rows = {c.id: c for c in listed}
-                for parent in sorted({r.parent for r in built.images}):
-                    rows.update({c.id: c for c in lib.list_children(parent)})
+                # Images sit below pages: read by id, all in one read, each only where it belongs.
+                below = {r.id: r.parent for r in built.images}
+                found = lib.get_metadata_many(list(below)) if below else {}
+                rows.update({id: row for id, row in found.items() if row.parent_id == below[id]})
                 self._children = rows
             return self._children
 
