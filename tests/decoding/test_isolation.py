@@ -18,6 +18,7 @@ from ud_assets.decoding.isolation import (
     client,
     isolation_available,
     isolation_enabled,
+    run_isolated,
     server,
 )
 from ud_assets.decoding.limits import Limits
@@ -256,6 +257,37 @@ def test_a_pdf_too_short_to_split_is_planned_and_parsed_in_a_reusable_child():
             spawned.append(stats["spawn_ms"] is not None)
     assert spawned.count(True) <= 1, spawned
     assert _no_children_left()
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                if int(handle.read().rpartition(")")[2].split()[1]) == pid:
+                    found.append(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_parse_children_run_below_the_parents_cpu_priority():
+    """While parses fill the cores, the step storing finished documents, Dagster and the servers
+    still get the CPU they ask for: every child, fresh or reusable, runs Limits.niceness below its
+    parent (0 keeps the parent's priority)."""
+    parent = os.getpriority(os.PRIO_PROCESS, 0)
+    lowered = min(19, parent + Limits().niceness)
+    assert Limits().niceness == 10 and lowered > parent
+    fresh, _ = run_isolated(lambda _arg: os.getpriority(os.PRIO_PROCESS, 0), Limits(timeout_s=60), "-")
+    assert fresh == lowered
+    same, _ = run_isolated(lambda _arg: os.getpriority(os.PRIO_PROCESS, 0), Limits(timeout_s=60, niceness=0), "-")
+    assert same == parent
+    before = set(_children_of(os.getpid()))
+    with IsolatedPartitioner(Limits(timeout_s=60, workers=1)) as one:
+        one.partition(docgen.markdown(), detect.MARKDOWN, CONFIG)
+        reusable = [pid for pid in _children_of(os.getpid()) if pid not in before]  # idle, waiting for the next
+        assert reusable and {os.getpriority(os.PRIO_PROCESS, pid) for pid in reusable} == {lowered}
+    assert os.getpriority(os.PRIO_PROCESS, 0) == parent  # the parent's own priority is untouched
 
 
 def test_an_unreadable_pdf_big_enough_to_split_fails_as_the_whole_parse_does(warm):

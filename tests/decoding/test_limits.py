@@ -33,6 +33,8 @@ def test_limits_defaults_and_environment():
         "UD_DECODE_MAX_PAGES": " 7 ",
     }
     assert Limits.from_env(env) == Limits(timeout_s=2.5, memory_mb=512, max_bytes=1000, max_pages=7)
+    assert Limits.from_env({"UD_PARSE_NICENESS": "0"}).niceness == 0  # the parent's priority
+    assert Limits.from_env({"UD_PARSE_NICENESS": "19"}).niceness == 19
 
 
 @pytest.mark.parametrize(
@@ -42,6 +44,9 @@ def test_limits_defaults_and_environment():
         ("UD_DECODE_MEMORY_MB", "0"),
         ("UD_DECODE_MAX_PAGES", "-3"),
         ("UD_DECODE_MAX_BYTES", "1.5"),
+        ("UD_PARSE_NICENESS", "20"),
+        ("UD_PARSE_NICENESS", "-1"),
+        ("UD_PARSE_NICENESS", "low"),
     ],
 )
 def test_bad_limits_name_the_setting(name, value):

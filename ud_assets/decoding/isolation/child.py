@@ -1,6 +1,6 @@
-"""Everything a decoding child changes about itself: its signals, its garbage collector, its thread
-pools, its death with the parent, and its limits (address space and CPU), the last two through
-process_limits (only ever lowered, never above the hard limit held).
+"""Everything a decoding child changes about itself: its signals, its garbage collector, its CPU
+priority, its thread pools, its death with the parent, and its limits (address space and CPU), the
+last two through process_limits (only ever lowered, never above the hard limit held).
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ def enter(limits: Limits, parent: int, die_with_parent: bool = True) -> None:
     # O(1): inherited objects move to the permanent generation, so the child's collections never
     # write their GC headers (which would copy most of the parent's heap page by page).
     gc.freeze()
+    if limits.niceness:
+        # Below its parent (Limits.niceness): only ever lowered, which needs no privilege; the
+        # programs a parse runs (pandoc, LibreOffice) inherit it.
+        os.nice(limits.niceness)
     torch = sys.modules.get("torch")
     if torch is not None:
         # GNU OpenMP's pool is dead after fork if the parent ever used it: the first parallel
