@@ -12,6 +12,7 @@ removals go triples, metadata (leaves first), objects, so a failed removal can b
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -68,11 +69,12 @@ RECORD_TYPES: dict[str, type] = {"generation": Generation, "failure": Failure, "
 CHILD_OBJECT_NAMESPACE = uuid.UUID("8f0c2a3e-4b1d-5c6e-9f7a-0b1c2d3e4f50")
 
 
-def record_columns(kind: str) -> list[tuple[str, type]]:
+@functools.cache  # resolving the type hints costs more than the record's round trip; an unknown kind is not cached
+def record_columns(kind: str) -> tuple[tuple[str, type], ...]:
     """(field, python type) of a record type; document_id first (the key within a workspace)."""
     cls = RECORD_TYPES[kind]
     hints = typing.get_type_hints(cls)
-    cols = [(f.name, hints[f.name]) for f in dataclasses.fields(cls)]
+    cols = tuple((f.name, hints[f.name]) for f in dataclasses.fields(cls))
     if cols[0][0] != "document_id" or any(t not in (str, int, bool, datetime) for _, t in cols):
         raise TypeError(f"record type {cls.__name__} needs document_id first and str/int/bool/datetime fields")
     return cols
