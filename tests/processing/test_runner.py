@@ -353,6 +353,30 @@ def test_a_documents_checks_read_its_stored_triples_together(resource, monkeypat
     assert len(asked[0]) == len(set(asked[0]))
 
 
+def test_provenance_on_its_own_lists_the_documents_children_once(resource, monkeypatch):
+    """Provenance run on its own over a new generation whose sections are stored: the document's
+    children are listed once, for its check of what is stored, the change summary and the commit."""
+    from collections import Counter
+
+    lib = resource.get()
+    lib.add_document("notes.md", "text/markdown", docgen.markdown(), title="notes.md")
+    process_document(lib, "notes.md", DecoderConfig(), ALL)
+    old = [c.id for c in lib.list_children("notes.md")]
+    config = DecoderConfig(section_strategy="heading")
+    process_document(lib, "notes.md", config, ("document", "elements", "sections", "images"))  # not committed
+    current = lib.get_generation("notes.md").fingerprint
+    assert all(lib.exists(child) for child in old)  # the old generation is still the current one
+    calls: Counter = Counter()
+    real = lib.list_children
+    monkeypatch.setattr(lib, "list_children", lambda key: calls.update([key]) or real(key))
+    result = process_document(lib, "notes.md", config, ("provenance_triples",)).results["provenance_triples"]
+    assert lib.get_generation("notes.md").fingerprint != current  # committed now
+    assert sorted(result.removed_children) == sorted(old)
+    assert not any(lib.exists(child) for child in old)
+    assert "changes_from_previous_generation" in result.metadata  # the summary read the old sections
+    assert calls["notes.md"] == 1
+
+
 def test_a_commit_removes_what_the_sections_stage_listed_and_clears_only_a_recorded_failure(resource, monkeypatch):
     """A new generation's commit removes the old generation's children as its sections stage
     listed them (the document's children are listed once), and deletes a ledger entry only when

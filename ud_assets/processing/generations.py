@@ -127,15 +127,15 @@ def stale_children(
 
 
 def commit(
-    attempt: Attempt, quads: list[Quad], summary: dict[str, object], others: Sequence[DocumentMetadata] | None = None
+    attempt: Attempt, quads: list[Quad], summary: dict[str, object], others: Sequence[DocumentMetadata]
 ) -> list[str]:
     """Make the attempt's generation current: record it, then remove older generations' children.
 
     The document-level triples are replaced first (they describe the document as of this
     generation); the record follows; only then do older children go, so a crash in between
     leaves a current generation whose extra children the next commit removes. others: the
-    children of other generations as this run's sections stage listed them (this run adds only
-    children of its own generation); None lists them here."""
+    children of other generations as this run listed them before its writes (it adds only
+    children of its own generation)."""
     lib, info = attempt.librarian, attempt.info
     doc_iri = ids.document_iri(info.id)
     lib.triples.delete_subjects([doc_iri], GRAPH_SOURCE, lib.collection)
@@ -153,8 +153,7 @@ def commit(
             summary_json=json.dumps(summary),
         )
     )
-    listed = lib.list_children(info.id) if others is None else others
-    stale = [c.id for c in listed if attempt.tag not in c.tags]
+    stale = [c.id for c in others if attempt.tag not in c.tags]
     for child_id in stale:
         lib.remove_document(child_id)
     if not attempt.ledger_empty:
@@ -166,18 +165,17 @@ def generation_diff(
     attempt: Attempt,
     sections: list[Section],
     elements: list[Element],
-    others: Sequence[DocumentMetadata] | None = None,
+    others: Sequence[DocumentMetadata],
 ) -> dict[str, object] | None:
     """What a new generation changes: sections, elements and characters added/removed/changed.
 
-    others: the document's children of other generations, when the caller has listed them."""
+    others: the document's children of other generations, as the caller listed them."""
     previous, lib = attempt.current, attempt.librarian
     if previous is None or previous.fingerprint == attempt.fingerprint:
         return None
-    listed = lib.list_children(attempt.document_id) if others is None else others
     old_sections = {
         c.title: lib.get_content(c.id).decode("utf-8", errors="replace")
-        for c in listed
+        for c in others
         if attempt.tag not in c.tags and c.document_type in ("page", "section")
     }
     new_sections = {s.label: s.text for s in sections if s.leaf}

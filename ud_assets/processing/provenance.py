@@ -36,8 +36,13 @@ def provenance_stage(
     children of other generations, when this run's sections stage listed them."""
     started = time.perf_counter()
     lib, document_id = attempt.librarian, attempt.document_id
+    # The document's children, listed once for what needs them (the sections stage of this run
+    # lists them when it runs): the check below, the change summary and the commit.
+    listed = lib.list_children(document_id) if other_generations is None or not fresh_children else None
+    if other_generations is None:
+        other_generations = tuple(c for c in listed or () if attempt.tag not in c.tags)
     # Children this very run wrote are stored; others (a stage run on its own) are checked first.
-    missing = set() if fresh_children else set(missing_children(attempt, built))
+    missing = set() if fresh_children else set(missing_children(attempt, built, listed))
     if missing:
         first = "sections" if missing & {s.id for s in built.sections} else "images"
         raise MissingInput(
