@@ -36,6 +36,7 @@ import socket
 import ssl
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -59,6 +60,35 @@ def check_identifier(name: str) -> str:
 def quote(name: str) -> str:
     """A validated identifier, double-quoted (so CQL keywords such as "default" work as names)."""
     return f'"{check_identifier(name)}"'
+
+
+# Names the ids of our tables (uuid5 of "keyspace.table"): a fixed namespace, so every process and
+# every version of ud derives the same id for the same table.
+_TABLE_ID_NAMESPACE = uuid.UUID("5d0a3c1e-6f0b-4d43-9a53-2b7e0c4f8a11")
+
+
+def stable_table_id(keyspace: str, table: str) -> uuid.UUID:
+    """The id our CREATE TABLE gives keyspace.table, the same in every process.
+
+    Cassandra (before 5.1's transactional metadata) gives a new table a random id on the node that
+    coordinates its CREATE. Processes that start together (the daemon's sensor, Celery workers, a
+    CLI call) each create the schema they need; on a cluster their IF NOT EXISTS can run on
+    different coordinators before either has seen the other's, and the cluster then settles on one
+    id: rows acknowledged into the other ids are gone (measured on make cluster-up's 3 nodes: 40 of
+    60 rows written at ONE right after a concurrent CREATE). With one id, those CREATEs are the same
+    change and nothing is lost.
+    """
+    return uuid.uuid5(_TABLE_ID_NAMESPACE, f"{check_identifier(keyspace)}.{check_identifier(table)}")
+
+
+def create_table_cql(keyspace: str, table: str, definition: str, *options: str) -> str:
+    """CREATE TABLE IF NOT EXISTS keyspace.table (definition) WITH its stable id AND options.
+
+    definition: the columns and PRIMARY KEY; options: further table options ("CLUSTERING ORDER BY (...)").
+    A table that exists already keeps whatever id it has: IF NOT EXISTS returns before the id is looked at.
+    """
+    clauses = " AND ".join((f"ID = {stable_table_id(keyspace, table)}", *options))
+    return f"CREATE TABLE IF NOT EXISTS {quote(keyspace)}.{quote(table)} ({definition}) WITH {clauses}"
 
 
 def parse_replication(text: str | None) -> dict[str, object]:

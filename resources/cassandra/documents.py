@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from resources.cassandra.connection import CassandraConnection
+from resources.cassandra.connection import CassandraConnection, create_table_cql
 from resources.librarian import RECORD_TYPES, record_columns
 from resources.model import SOURCE, DocumentMetadata, LibrarianError, ProcessingRequest, Record, Upload
 
@@ -39,11 +39,15 @@ BULK_IN_FLIGHT = 2
 TAKEN_CHUNK = 500
 
 
-def schema(connection: CassandraConnection) -> list[str]:
+def schema(create_keyspace: str) -> list[str]:
+    """The librarian keyspace's DDL, after create_keyspace (its CREATE KEYSPACE, with the deployment's replication)."""
     ks = KEYSPACE
     return [
-        connection.create_keyspace_cql(ks),
-        f"""CREATE TABLE IF NOT EXISTS {ks}.document (
+        create_keyspace,
+        create_table_cql(
+            ks,
+            "document",
+            """
             id text,
             workspace text,
             time timestamp,
@@ -58,19 +62,28 @@ def schema(connection: CassandraConnection) -> list[str]:
             size bigint,
             sha256 text,
             PRIMARY KEY (workspace, id)
-        )""",
+            """,
+        ),
         f"CREATE INDEX IF NOT EXISTS document_object ON {ks}.document (object_id)",
         f"CREATE INDEX IF NOT EXISTS document_parent ON {ks}.document (parent_id)",
-        f"""CREATE TABLE IF NOT EXISTS {ks}.upload_log (
+        create_table_cql(
+            ks,
+            "upload_log",
+            """
             workspace text,
             seq timeuuid,
             id text,
             event text,
             sha256 text,
             PRIMARY KEY (workspace, seq)
-        ) WITH CLUSTERING ORDER BY (seq ASC)""",
+            """,
+            "CLUSTERING ORDER BY (seq ASC)",
+        ),
         # TrustGraph's processing requests, its exact table (trustgraph/tables/library.py).
-        f"""CREATE TABLE IF NOT EXISTS {ks}.processing (
+        create_table_cql(
+            ks,
+            "processing",
+            """
             id text,
             document_id text,
             time timestamp,
@@ -79,7 +92,8 @@ def schema(connection: CassandraConnection) -> list[str]:
             collection text,
             tags list<text>,
             PRIMARY KEY (workspace, id)
-        )""",
+            """,
+        ),
         *(record_table(kind) for kind in RECORD_TYPES),
     ]
 
@@ -90,11 +104,15 @@ _CQL_TYPES = {str: "text", int: "bigint", bool: "boolean", datetime: "timestamp"
 def record_table(kind: str) -> str:
     """Our decoder records (resources.records), one table per type: PRIMARY KEY (workspace, document_id)."""
     cols = ",\n            ".join(f"{name} {_CQL_TYPES[t]}" for name, t in record_columns(kind))
-    return f"""CREATE TABLE IF NOT EXISTS {KEYSPACE}.record_{kind} (
+    return create_table_cql(
+        KEYSPACE,
+        f"record_{kind}",
+        f"""
             workspace text,
             {cols},
             PRIMARY KEY (workspace, document_id)
-        )"""
+        """,
+    )
 
 
 _EPOCH_UUID = datetime(1582, 10, 15, tzinfo=UTC)
@@ -154,7 +172,9 @@ class CassandraDocumentStore:
     def __init__(self, connection: CassandraConnection):
         self.c = connection
         tables = ["document", "upload_log", "processing", *(f"record_{kind}" for kind in RECORD_TYPES)]
-        self.c.ensure_schema(KEYSPACE, schema(connection), tables, ["document_object", "document_parent"])
+        self.c.ensure_schema(
+            KEYSPACE, schema(connection.create_keyspace_cql(KEYSPACE)), tables, ["document_object", "document_parent"]
+        )
         ks = KEYSPACE
         self._get = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND id = ?"
         self._insert = (

@@ -25,7 +25,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Iterator
 
-from resources.cassandra.connection import CassandraConnection, check_identifier, quote
+from resources.cassandra.connection import CassandraConnection, check_identifier, create_table_cql, quote
 from resources.model import DEFAULT_COLLECTION, GRAPH_SOURCE, Quad, Term
 
 DEFAULT_GRAPH = ""
@@ -50,10 +50,12 @@ def keyspace_for(workspace: str) -> str:
 
 
 def schema(connection: CassandraConnection, ks: str) -> list[str]:
-    qks = quote(ks)
     return [
         connection.create_keyspace_cql(ks),
-        f"""CREATE TABLE IF NOT EXISTS {qks}.quads_by_entity (
+        create_table_cql(
+            ks,
+            "quads_by_entity",
+            """
             collection text,
             entity     text,
             role       text,
@@ -65,8 +67,12 @@ def schema(connection: CassandraConnection, ks: str) -> list[str]:
             dtype      text,
             lang       text,
             PRIMARY KEY ((collection, entity), role, p, otype, s, o, d, dtype, lang)
-        )""",
-        f"""CREATE TABLE IF NOT EXISTS {qks}.quads_by_collection (
+            """,
+        ),
+        create_table_cql(
+            ks,
+            "quads_by_collection",
+            """
             collection text,
             d          text,
             s          text,
@@ -76,12 +82,17 @@ def schema(connection: CassandraConnection, ks: str) -> list[str]:
             dtype      text,
             lang       text,
             PRIMARY KEY (collection, d, s, p, o, otype, dtype, lang)
-        )""",
-        f"""CREATE TABLE IF NOT EXISTS {qks}.collection_metadata (
+            """,
+        ),
+        create_table_cql(
+            ks,
+            "collection_metadata",
+            """
             collection text,
             created_at timestamp,
             PRIMARY KEY (collection)
-        )""",
+            """,
+        ),
     ]
 
 
