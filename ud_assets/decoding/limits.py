@@ -13,7 +13,7 @@ import io
 import os
 import time
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -90,28 +90,31 @@ class Budget:
 
 
 def _positive(env: Mapping[str, str], name: str, default: _Number, kind: type[_Number]) -> _Number:
+    return _setting(env, name, default, kind, f"a positive {kind.__name__}", lambda value: value > 0)
+
+
+def _niceness(env: Mapping[str, str], name: str, default: int) -> int:
+    return _setting(env, name, default, int, "a whole number from 0 to 19", lambda value: 0 <= value <= 19)
+
+
+def _setting(
+    env: Mapping[str, str],
+    name: str,
+    default: _Number,
+    kind: type[_Number],
+    wanted: str,
+    accepts: Callable[[_Number], bool],
+) -> _Number:
+    """The number setting `name` holds, or default when unset; a ConfigError naming it and `wanted` otherwise."""
     raw = env.get(name)
     if raw is None or not str(raw).strip():
         return default
     try:
         value = kind(str(raw).strip())
     except ValueError:
-        raise ConfigError(f"{name} must be a positive {kind.__name__}, not {raw!r}") from None
-    if value <= 0:
-        raise ConfigError(f"{name} must be a positive {kind.__name__}, not {raw!r}")
-    return value
-
-
-def _niceness(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name)
-    if raw is None or not str(raw).strip():
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise ConfigError(f"{name} must be a whole number from 0 to 19, not {raw!r}") from None
-    if not 0 <= value <= 19:
-        raise ConfigError(f"{name} must be a whole number from 0 to 19, not {raw!r}")
+        raise ConfigError(f"{name} must be {wanted}, not {raw!r}") from None
+    if not accepts(value):
+        raise ConfigError(f"{name} must be {wanted}, not {raw!r}")
     return value
 
 
