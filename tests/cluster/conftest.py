@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.harness import REPO, Cluster, cluster_env, run_script, using_env
+from tests.cluster.harness import CLUSTER_DIR, REPO, Cluster, cluster_env, run_script, using_env
 from tests.end_state import State, drop_bucket, read_cassandra_state
 from tests.test_crash import documents
 
@@ -32,6 +32,28 @@ TIMINGS: dict[str, float] = {}
 def docs() -> dict[str, tuple[bytes, str]]:
     every = documents()
     return {k: every[k] for k in KEYS}
+
+
+NODE_LOG_LINES = 15
+
+
+def node_warnings() -> str:
+    """The last warnings and errors of each Cassandra node's system.log: what a failed cluster test needs
+    beside its traceback, since the nodes' folders go with the clone."""
+    out = []
+    for log in sorted(CLUSTER_DIR.glob("cassandra*/logs/system.log")):
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith(("WARN", "ERROR"))]
+        out.append(f"{log.parent.parent.name}: {len(lines)} warnings and errors, the last {NODE_LOG_LINES}:")
+        out.extend(line[:300] for line in lines[-NODE_LOG_LINES:])
+    return "\n".join(out) or f"no Cassandra node logs under {CLUSTER_DIR}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        report.sections.append(("Cassandra nodes of the cluster", node_warnings()))
 
 
 @dataclass
