@@ -70,7 +70,7 @@ _TABLE_ID_NAMESPACE = uuid.UUID("5d0a3c1e-6f0b-4d43-9a53-2b7e0c4f8a11")
 def stable_table_id(keyspace: str, table: str) -> uuid.UUID:
     """The id our CREATE TABLE gives keyspace.table, the same in every process.
 
-    Cassandra (before 5.1's transactional metadata) gives a new table a random id on the node that
+    Cassandra (without transactional cluster metadata, CEP-21) gives a new table a random id on the node that
     coordinates its CREATE. Processes that start together (the daemon's sensor, Celery workers, a
     CLI call) each create the schema they need; on a cluster their IF NOT EXISTS can run on
     different coordinators before either has seen the other's, and the cluster then settles on one
