@@ -23,6 +23,7 @@ ROWS_PER_NODE = 20
 
 def test_the_triple_stores_tables_created_at_once_on_every_node_lose_no_rows(cluster, tag):
     from cassandra import ConsistencyLevel
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, ExecutionProfile
     from cassandra.cluster import Cluster as Driver
     from cassandra.policies import WhiteListRoundRobinPolicy
     from cassandra.query import SimpleStatement
@@ -37,10 +38,11 @@ def test_the_triple_stores_tables_created_at_once_on_every_node_lose_no_rows(clu
         for host in config.hosts:
             # One node as coordinator, and no wait for agreement after a schema change: another process
             # does not wait for this one's either.
+            profile = ExecutionProfile(load_balancing_policy=WhiteListRoundRobinPolicy([host]))
             driver = Driver(
                 [host],
                 port=config.port,
-                load_balancing_policy=WhiteListRoundRobinPolicy([host]),
+                execution_profiles={EXEC_PROFILE_DEFAULT: profile},
                 max_schema_agreement_wait=0,
             )
             pinned.append((host, driver, driver.connect()))
