@@ -39,6 +39,10 @@ BULK_IN_FLIGHT = 2
 TAKEN_CHUNK = 500
 
 
+# The tables schema() creates in the librarian keyspace.
+TABLES = ("document", "upload_log", "processing", *(f"record_{kind}" for kind in RECORD_TYPES))
+
+
 def schema(create_keyspace: str) -> list[str]:
     """The librarian keyspace's DDL, after create_keyspace (its CREATE KEYSPACE, with the deployment's replication)."""
     ks = KEYSPACE
@@ -171,9 +175,8 @@ class CassandraDocumentStore:
 
     def __init__(self, connection: CassandraConnection):
         self.c = connection
-        tables = ["document", "upload_log", "processing", *(f"record_{kind}" for kind in RECORD_TYPES)]
         self.c.ensure_schema(
-            KEYSPACE, schema(connection.create_keyspace_cql(KEYSPACE)), tables, ["document_object", "document_parent"]
+            KEYSPACE, schema(connection.create_keyspace_cql(KEYSPACE)), TABLES, ["document_object", "document_parent"]
         )
         ks = KEYSPACE
         self._get = f"SELECT {_COLUMNS} FROM {ks}.document WHERE workspace = ? AND id = ?"

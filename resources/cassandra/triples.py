@@ -49,6 +49,10 @@ def keyspace_for(workspace: str) -> str:
     return check_identifier(name)
 
 
+# The tables schema() creates in a workspace's keyspace.
+TABLES = ("quads_by_entity", "quads_by_collection", "collection_metadata")
+
+
 def schema(connection: CassandraConnection, ks: str) -> list[str]:
     return [
         connection.create_keyspace_cql(ks),
@@ -123,9 +127,7 @@ class CassandraTripleStore:
         qks = quote(ks)  # quoted: a workspace may be named like a CQL keyword ("default")
         self.concurrency = concurrency
         self.batch_rows = batch_rows  # rows of one partition per UNLOGGED batch; 1 = one request a row
-        self.c.ensure_schema(
-            ks, schema(connection, ks), ["quads_by_entity", "quads_by_collection", "collection_metadata"]
-        )
+        self.c.ensure_schema(ks, schema(connection, ks), TABLES)
         self._collections: set[str] = set()  # known to have their collection_metadata row
         self._collections_epoch = connection.epoch
         cols = "collection, entity, role, p, otype, s, o, d, dtype, lang"

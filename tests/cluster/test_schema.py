@@ -86,9 +86,7 @@ def test_the_triple_stores_tables_created_at_once_on_every_node_lose_no_rows(clu
                 "SELECT table_name, id FROM system_schema.tables WHERE keyspace_name = %s", (keyspace,)
             )
             ids[host] = {r.table_name: r.id for r in rows}
-        expected = {
-            t: stable_table_id(keyspace, t) for t in ("quads_by_entity", "quads_by_collection", "collection_metadata")
-        }
+        expected = {t: stable_table_id(keyspace, t) for t in triples.TABLES}
         assert all(found == expected for found in ids.values()), ids
     finally:
         for _, driver, _ in pinned:
