@@ -446,6 +446,14 @@ class SqliteDocumentStore:
         found = self._records(kind, "workspace = ? AND document_id = ?", (workspace, document_id))
         return found[0] if found else None
 
+    def get_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> list[Record]:
+        found: list[Record] = []
+        for start in range(0, len(document_ids), _IN_CHUNK):
+            chunk = list(document_ids[start : start + _IN_CHUNK])
+            where = f"workspace = ? AND document_id IN ({', '.join('?' * len(chunk))})"
+            found.extend(self._records(kind, where, (workspace, *chunk)))
+        return found
+
     def list_records(self, kind: str, workspace: str) -> list[Record]:
         return self._records(kind, "workspace = ?", (workspace,))
 

@@ -602,6 +602,9 @@ class LibrarianService:
         check_id(document_id)
         return _optional(self.documents.get_record("generation", self.workspace, document_id), Generation)
 
+    def get_generations(self, document_ids: Sequence[str]) -> dict[str, Generation]:
+        return {g.document_id: g for g in self._records_of("generation", document_ids, Generation)}
+
     def list_generations(self) -> list[Generation]:
         records = [_typed(r, Generation) for r in self.documents.list_records("generation", self.workspace)]
         return sorted(records, key=lambda g: g.document_id)
@@ -624,6 +627,16 @@ class LibrarianService:
     def get_failure(self, document_id: str) -> Failure | None:
         check_id(document_id)
         return _optional(self.documents.get_record("failure", self.workspace, document_id), Failure)
+
+    def get_failures(self, document_ids: Sequence[str]) -> dict[str, Failure]:
+        return {f.document_id: f for f in self._records_of("failure", document_ids, Failure)}
+
+    def _records_of(self, kind: str, document_ids: Sequence[str], cls: type[Record]) -> list[Record]:
+        # A batch's records in a few reads (the backends read up to 500 ids at once), not one each.
+        for document_id in document_ids:
+            check_id(document_id)
+        ids = list(dict.fromkeys(document_ids))
+        return [_typed(r, cls) for r in self.documents.get_records(kind, self.workspace, ids)] if ids else []
 
     def list_failures(self) -> list[Failure]:
         records = [_typed(r, Failure) for r in self.documents.list_records("failure", self.workspace)]

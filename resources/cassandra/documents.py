@@ -378,6 +378,16 @@ class CassandraDocumentStore:
         found = self._records(kind, " AND document_id = ?", (workspace, document_id))
         return found[0] if found else None
 
+    def get_records(self, kind: str, workspace: str, document_ids: Sequence[str]) -> list[Record]:
+        # document_id is the clustering column: each read is one slice of the workspace's partition.
+        return [
+            record
+            for start in range(0, len(document_ids), TAKEN_CHUNK)
+            for record in self._records(
+                kind, " AND document_id IN ?", (workspace, list(document_ids[start : start + TAKEN_CHUNK]))
+            )
+        ]
+
     def list_records(self, kind: str, workspace: str) -> list[Record]:
         return self._records(kind, "", (workspace,))
 

@@ -61,6 +61,22 @@ def test_failures_ledger(librarian):
     assert librarian.list_failures() == [failure("b", transient=True)]
 
 
+def test_generations_and_failures_of_many_documents_are_read_by_id_as_one_at_a_time(librarian):
+    """A batch's records in a few reads, past the backends' 500 ids a read: each as the single
+    read returns it, a document without one left out, a repeated id once, an empty list nothing."""
+    ids = [f"doc-{i:04d}" for i in range(620)]
+    stored = {i: generation(i, fingerprint=f"fp-{i}") for i in ids[::3]}
+    librarian.set_generations(list(stored.values()))
+    for i in ids[1::5]:
+        librarian.record_failure(failure(i, attempts=2))
+    asked = [*ids, "never-seen", ids[0]]
+    generations, failures = librarian.get_generations(asked), librarian.get_failures(asked)
+    assert sorted(generations) == ids[::3] and sorted(failures) == ids[1::5]
+    assert generations == stored and generations["doc-0600"] == librarian.get_generation("doc-0600")
+    assert failures["doc-0606"] == librarian.get_failure("doc-0606") == failure("doc-0606", attempts=2)
+    assert librarian.get_generations([]) == {} and librarian.get_failures([]) == {}
+
+
 def test_remove_document_drops_records_and_elements_object(librarian):
     librarian.add_document("src", "application/pdf", b"%PDF")
     librarian.add_document("other", "application/pdf", b"%PDF")
