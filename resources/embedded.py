@@ -145,6 +145,12 @@ class FileObjectStore:
         except FileNotFoundError:
             raise LibrarianError(f"object {object_id} missing from {self.root}") from None
 
+    def read(self, object_id: uuid.UUID) -> bytes:
+        try:
+            return self._path(object_id).read_bytes()
+        except FileNotFoundError:
+            raise LibrarianError(f"object {object_id} missing from {self.root}") from None
+
     def size(self, object_id: uuid.UUID) -> int:
         try:
             return self._path(object_id).stat().st_size

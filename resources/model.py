@@ -197,6 +197,11 @@ class ObjectStore(Protocol):
 
     def read_range(self, object_id: uuid.UUID, start: int, length: int) -> bytes: ...
 
+    def read(self, object_id: uuid.UUID) -> bytes:
+        """The whole object in one request, for objects known to be small (a child's text, a small
+        document: at most SMALL_OBJECT bytes); open() streams one of any size."""
+        ...
+
     def size(self, object_id: uuid.UUID) -> int: ...
 
     def delete(self, object_id: uuid.UUID) -> None: ...
@@ -206,6 +211,17 @@ class ObjectStore(Protocol):
     def uri(self, object_id: uuid.UUID) -> str:
         """Where a person finds the object: s3://bucket/doc/{id}, or a file:// path."""
         ...
+
+
+# The largest object read in one request (ObjectStore.read); larger ones are streamed.
+SMALL_OBJECT = 8 << 20
+
+
+def read_object(objects: ObjectStore, object_id: uuid.UUID, size: int) -> bytes:
+    """A whole object whose stored size is known: one request when it is small, streamed otherwise."""
+    if size <= SMALL_OBJECT:
+        return objects.read(object_id)
+    return b"".join(objects.open(object_id))
 
 
 class TripleStore(Protocol):

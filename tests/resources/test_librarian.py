@@ -22,6 +22,7 @@ from resources.model import (
     DocumentNotFound,
     LibrarianError,
     Quad,
+    StorageUnavailable,
     Term,
 )
 
@@ -68,6 +69,18 @@ def test_small_document_round_trip(librarian):
     assert librarian.get_content("doc-1") == data
     assert librarian.exists("doc-1")
     assert not librarian.exists("doc-2")
+
+
+def test_a_small_object_is_read_whole_in_one_request_and_a_missing_one_is_named(librarian):
+    data = b"a child's text \x00\xff" * 100
+    meta = librarian.add_document("small", "text/plain", data)
+    assert librarian.objects.read(meta.object_id) == data
+    empty = librarian.add_document("nothing", "text/plain", b"")
+    assert librarian.objects.read(empty.object_id) == b""
+    ghost = uuid.uuid4()
+    with pytest.raises(LibrarianError, match=str(ghost)) as err:
+        librarian.objects.read(ghost)
+    assert not isinstance(err.value, StorageUnavailable)  # missing, not a server away
 
 
 def test_empty_document_round_trip(librarian):

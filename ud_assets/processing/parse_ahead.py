@@ -9,7 +9,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from itertools import islice
 
-from resources.model import DocumentMetadata, Librarian, LibrarianError
+from resources.model import DocumentMetadata, Librarian, LibrarianError, read_object
 from resources.records import Failure, Generation
 from ud_assets.decoding import ids
 from ud_assets.decoding.decoder import describe_document, partition_document
@@ -194,7 +194,7 @@ class ParseAhead:
         # holds the version of the kind's format family.
         data: bytes | None = None
         if 0 < meta.size <= DETECTION_BYTES:  # small: read whole at once, not its head and then all of it
-            head = data = b"".join(lib.objects.open(meta.object_id))
+            head = data = lib.objects.read(meta.object_id)
         else:
             head = lib.objects.read_range(meta.object_id, 0, min(DETECTION_BYTES, meta.size)) if meta.size else b""
         info = describe_document(
@@ -217,7 +217,7 @@ class ParseAhead:
                 self._current[document_id] = fingerprint
                 return None
         if data is None:
-            data = b"".join(lib.objects.open(meta.object_id))  # the metadata is read already
+            data = read_object(lib.objects, meta.object_id, meta.size)  # the metadata is read already
         return _Read(meta, info, fingerprint, data)
 
     def _decode(self, read: Future[_Read | None]) -> Parsed | None:

@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from resources.librarian import io_pool
-from resources.model import GRAPH_SOURCE, DocumentMetadata, Librarian, LibrarianError, Quad, StorageUnavailable
+from resources.model import (
+    GRAPH_SOURCE,
+    DocumentMetadata,
+    Librarian,
+    LibrarianError,
+    Quad,
+    StorageUnavailable,
+    read_object,
+)
 from ud_assets.decoding.model import Element
 from ud_assets.processing import elements
 from ud_assets.processing.model import (
@@ -163,7 +171,7 @@ def _read_text(lib: Librarian, row: DocumentMetadata) -> str | None:
     """A child's stored text; None when its object is missing or unreadable (children_present names
     that). A server that is down is not a missing object: that propagates."""
     try:
-        return b"".join(lib.objects.open(row.object_id)).decode("utf-8", errors="replace")
+        return read_object(lib.objects, row.object_id, row.size).decode("utf-8", errors="replace")
     except StorageUnavailable:
         raise
     except LibrarianError:
