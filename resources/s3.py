@@ -128,12 +128,20 @@ class _BotocoreCredentials(Provider):
         return Credentials(frozen.access_key, frozen.secret_key, frozen.token)
 
 
-def _request_client(client) -> Minio:
-    """A minio-py client to the boto3 client's endpoint, with its region, timeouts and attempts."""
+def _endpoint_and_attempts(client) -> tuple[str | None, str, int]:
+    """The boto3 client's endpoint as scheme and host (it must name one), and its attempts, the
+    first included."""
     endpoint = urllib3.util.parse_url(client.meta.endpoint_url)
-    config = client.meta.config
+    if not endpoint.netloc:
+        raise LibrarianError(f"S3 endpoint {client.meta.endpoint_url!r} has no host")
     # botocore keeps the first attempt and its retries as total_max_attempts.
-    attempts = (config.retries or {}).get("total_max_attempts") or 5
+    return endpoint.scheme, endpoint.netloc, (client.meta.config.retries or {}).get("total_max_attempts") or 5
+
+
+def _request_client(client, credentials) -> Minio:
+    """A minio-py client to the boto3 client's endpoint, with its region, timeouts and attempts."""
+    scheme, host, attempts = _endpoint_and_attempts(client)
+    config = client.meta.config
     pool = urllib3.PoolManager(
         timeout=urllib3.Timeout(connect=config.connect_timeout, read=config.read_timeout),
         maxsize=10,  # boto3's max_pool_connections
@@ -142,28 +150,22 @@ def _request_client(client) -> Minio:
         # botocore's "standard" mode retries the same failures: no connection, a timeout, a 5xx.
         retries=urllib3.Retry(total=max(0, attempts - 1), backoff_factor=0.2, status_forcelist=[500, 502, 503, 504]),
     )
-    if not endpoint.netloc:
-        raise LibrarianError(f"S3 endpoint {client.meta.endpoint_url!r} has no host")
     return Minio(
-        endpoint.netloc,
-        secure=endpoint.scheme == "https",
+        host,
+        secure=scheme == "https",
         region=client.meta.region_name,
         http_client=pool,
-        credentials=_BotocoreCredentials(_session().get_credentials()),
+        credentials=_BotocoreCredentials(credentials),
     )
 
 
-def _request_store(client, bucket: str):
+def _request_store(client, bucket: str, credentials) -> S3Store:
     """An obstore S3Store for the bucket at the boto3 client's endpoint, with its region, timeouts,
     attempts, CA bundle and credentials."""
-    endpoint = urllib3.util.parse_url(client.meta.endpoint_url)
-    if not endpoint.netloc:
-        raise LibrarianError(f"S3 endpoint {client.meta.endpoint_url!r} has no host")
+    scheme, _, attempts = _endpoint_and_attempts(client)
     config = client.meta.config
-    # botocore keeps the first attempt and its retries as total_max_attempts.
-    attempts = (config.retries or {}).get("total_max_attempts") or 5
     options: ClientConfig = {
-        "allow_http": endpoint.scheme == "http",
+        "allow_http": scheme == "http",
         "connect_timeout": timedelta(seconds=config.connect_timeout),
         "timeout": timedelta(seconds=config.read_timeout),  # the whole request: bodies are small here
     }
@@ -186,7 +188,7 @@ def _request_store(client, bucket: str):
             "backoff": {"init_backoff": timedelta(seconds=0.1), "max_backoff": timedelta(seconds=20), "base": 2},
             "retry_timeout": timedelta(seconds=attempts * (config.connect_timeout + config.read_timeout)),
         },
-        credential_provider=_ObstoreCredentials(_session().get_credentials()),
+        credential_provider=_ObstoreCredentials(credentials),
     )
 
 
@@ -234,8 +236,10 @@ class S3ObjectStore:
         self.bucket = bucket or os.environ.get("UD_BUCKET") or "library"
         self.client = client or make_client()
         self.endpoint = self.client.meta.endpoint_url
-        self.requests = _request_client(self.client)
-        self._store, self._pid = _request_store(self.client, self.bucket), os.getpid()
+        # boto3's credential chain, resolved once for both request clients (refreshed as boto3 does).
+        credentials = _session().get_credentials()
+        self.requests = _request_client(self.client, credentials)
+        self._store, self._pid = _request_store(self.client, self.bucket, credentials), os.getpid()
         threshold = multipart_threshold or _int_env("UD_S3_MULTIPART_THRESHOLD", 8 * MiB)
         self.transfer = TransferConfig(
             multipart_threshold=threshold,
