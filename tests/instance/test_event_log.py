@@ -14,6 +14,7 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
+import sqlalchemy as db
 from dagster._core.events import DagsterEvent, DagsterEventType, StepMaterializationData
 from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.base import EventLogCursor
@@ -163,6 +164,41 @@ def test_each_assets_entry_shows_its_latest_event_after_a_batch(tmp_path):
             assert record.asset_entry.last_run_id == run
     batched.dispose()
     one_by_one.dispose()
+
+
+def test_an_assets_entry_holds_its_latest_materialization_as_dagster_serializes_it(tmp_path):
+    """The entry's copy of the latest materialization is reused from the batch's own JSON, not
+    serialized again: it must be exactly what Dagster would have written (a Dagster upgrade that
+    changes its record's JSON fails here), metadata of every kind included."""
+    from dagster._core.event_api import EventLogRecord
+    from dagster._serdes import serialize_value
+
+    storage = PooledSqliteEventLogStorage(str(tmp_path))
+    rich = {
+        "rows": dg.MetadataValue.table(
+            [dg.TableRecord({"id": "urn:section:1", "page": 2})],
+            schema=dg.TableSchema(columns=[dg.TableColumn("id"), dg.TableColumn("page", "int")]),
+        ),
+        "preview": dg.MetadataValue.md("**Section 1** \u2013 caf\u00e9"),
+        "dagster/uri": dg.MetadataValue.url("s3://bucket/doc/1"),
+        "dagster/row_count": 1,
+        "seconds": 0.25,
+    }
+    events = [materialization("first", "x"), materialization("first", "y")]
+    event = events[-1]
+    payload = event.dagster_event.event_specific_data._replace(
+        materialization=dg.AssetMaterialization(asset_key="first", partition="y", metadata=rich)
+    )
+    events[-1] = event._replace(dagster_event=event.dagster_event._replace(event_specific_data=payload))
+    storage.store_event_batch(events)
+    (record,) = storage.get_asset_records([dg.AssetKey("first")])
+    latest = record.asset_entry.last_materialization_record
+    assert latest.partition_key == "y"
+    with storage.index_connection() as conn:
+        (stored,) = conn.execute(db.text("SELECT last_materialization FROM asset_keys")).fetchone()
+    assert stored == serialize_value(EventLogRecord(storage_id=latest.storage_id, event_log_entry=events[-1]))
+    assert latest.asset_materialization.metadata["rows"] == rich["rows"]
+    storage.dispose()
 
 
 WRITER = """
