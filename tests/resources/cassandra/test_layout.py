@@ -288,3 +288,58 @@ def test_a_documents_triples_share_batches_by_replica_without_server_warnings(re
     assert sorted(real.triples.query(collection="default"), key=repr) == sorted(quads, key=repr)
     for q in quads:  # each literal's own partition, as TrustGraph's readers look a literal up
         assert real.triples.query(o=q.o, collection="default") == [q]
+
+
+def test_text_rows_are_bound_exactly_as_the_driver_binds_them(real):
+    """The triple tables' rows skip the driver's per-value serialization (text_binder): each bound
+    row must carry the driver's own bytes and routing key, and anything but a row of str (a None,
+    bytes, the wrong width) and any statement with a non-text column bind through the driver."""
+    from resources.cassandra.connection import text_binder
+
+    store = real.triples
+    connection = store.c
+    stmt = connection.prepare(store._ins_entity)
+    bind = text_binder(stmt)
+    assert bind is not stmt.bind
+    rows = [
+        (
+            "default",
+            "http://example.org/é/1",
+            "s",
+            "urn:p",
+            "l",
+            "urn:s",
+            "naïve café ☕ 𝄞",
+            "urn:graph:source",
+            "",
+            "",
+        ),
+        ("c", "", "", "", "", "", "", "", "", ""),
+    ]
+    for row in rows:
+        fast, driver = bind(row), stmt.bind(row)
+        assert fast.values == driver.values
+        assert fast.routing_key == driver.routing_key
+        assert (fast.keyspace, fast.consistency_level, fast.is_idempotent) == (
+            driver.keyspace,
+            driver.consistency_level,
+            driver.is_idempotent,
+        )
+    with_none = ("default", "urn:e", "s", "urn:p", "u", "urn:s", "urn:o", "urn:g", None, "")
+    assert bind(with_none).values == stmt.bind(with_none).values
+    for bad in ((*rows[0], "one too many"), (*rows[0][:-1], b"bytes")):  # refused as the driver refuses
+        with pytest.raises(Exception) as fast_error:
+            bind(bad)
+        with pytest.raises(Exception) as driver_error:
+            stmt.bind(bad)
+        assert type(fast_error.value) is type(driver_error.value)
+    not_all_text = connection.prepare(store._coll_put)  # collection text, created_at from now(): one text column
+    assert text_binder(not_all_text)(("default",)).values == [b"default"]
+    with_timestamp = connection.prepare(
+        f'INSERT INTO "{store.keyspace}".collection_metadata (collection, created_at) VALUES (?, ?)'
+    )
+    assert text_binder(with_timestamp) == with_timestamp.bind  # a non-text column: the driver binds
+    # and what was written through the fast path reads back
+    quad = Quad("urn:s:fast", "urn:p", Term("naïve café ☕ 𝄞"), GRAPH_SOURCE)
+    assert store.insert([quad]) == 1
+    assert list(store.query(s="urn:s:fast")) == [quad]
