@@ -735,10 +735,32 @@ class CassandraConnection:
             return None
         return frozenset(host.host_id for host in hosts) or None
 
-    def ddl(self, cql: str, what: str) -> None:
-        """A schema statement (not prepared: DDL carries no values)."""
+    def ddl(self, cql: str, what: str, host=None) -> None:
+        """A schema statement (not prepared: DDL carries no values), through `host` when given."""
         with self.errors(what):
-            self.session.execute(cql, timeout=60)
+            self.session.execute(cql, timeout=60, host=host)
+
+    def schema_coordinator(self):
+        """One node for all of a schema's statements (None: any node). A node always knows the schema
+        changes it made itself, where another may not have heard of them yet: on make cluster-up's
+        three nodes under load, a CREATE INDEX sent to a second node right after the CREATE TABLE
+        went through a first one failed with "Table 'document' doesn't exist". Only a node this
+        session holds open connections to (a node the driver has just heard of may have none yet);
+        the control connection's node first: the driver reads schema agreement through it."""
+        try:
+            pools = self.session.get_pool_state()
+            control = getattr(getattr(self.cluster.control_connection, "_connection", None), "endpoint", None)
+        except Exception:  # no pools or metadata yet: the driver picks, as before
+            return None
+        open_hosts = [
+            host
+            for host, state in pools.items()
+            if host.is_up and not state.get("shutdown") and state.get("open_count", 0) > 0
+        ]
+        for host in open_hosts:
+            if host.endpoint == control:
+                return host
+        return open_hosts[0] if open_hosts else None
 
     def ensure_schema(
         self,
@@ -770,8 +792,16 @@ class CassandraConnection:
             for attempt in (1, 2):
                 seen = self.cluster
                 try:
+                    coordinator = self.schema_coordinator()
                     for cql in statements:
-                        self.ddl(cql, f"creating schema {name}")
+                        try:
+                            self.ddl(cql, f"creating schema {name}", coordinator)
+                        except CassandraUnavailable:
+                            if coordinator is None:
+                                raise
+                            # That node went away meanwhile: the rest through any node, as before.
+                            coordinator = None
+                            self.ddl(cql, f"creating schema {name}")
                     with self.errors(f"waiting for schema agreement on {name}"):
                         if not self.cluster.control_connection.wait_for_schema_agreement(wait_time=60):
                             raise StorageUnavailable(

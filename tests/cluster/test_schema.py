@@ -95,3 +95,46 @@ def test_the_triple_stores_tables_created_at_once_on_every_node_lose_no_rows(clu
             shared.ddl(f'DROP KEYSPACE IF EXISTS "{keyspace}"', "dropping a test keyspace")
         finally:
             shared.release()
+
+
+def test_a_schemas_statements_go_to_one_node_so_an_index_finds_its_table(cluster, tag, monkeypatch):
+    """The librarian's schema (its tables, then TrustGraph's index on document.parent_id) created by
+    a connection that spans the three nodes: every statement of one schema goes through the same
+    live node, which knows the tables it has just created. Sent to whichever node the driver picked,
+    the CREATE INDEX reached a node that had not heard of the table yet ("Table 'document' doesn't
+    exist", CI on 985c0b9). Five fresh keyspaces in a row, each with every table and the index."""
+    from resources.cassandra.connection import CassandraConnection, create_table_cql, quote
+
+    config = CassandraConfig.from_env()
+    assert len(config.hosts) == 3
+    shared = acquire(config)
+    sent: list[tuple[str, object]] = []
+    real_ddl = CassandraConnection.ddl
+
+    def recording_ddl(self, cql, what, host=None):
+        sent.append((what, host))
+        return real_ddl(self, cql, what, host)
+
+    monkeypatch.setattr(CassandraConnection, "ddl", recording_ddl)
+    keyspaces = [f"udc_{tag}_index_{uuid.uuid4().hex[:6]}" for _ in range(5)]
+    try:
+        for keyspace in keyspaces:
+            sent.clear()
+            statements = [  # the shape of the librarian's schema: a keyspace, a table, its index
+                shared.create_keyspace_cql(keyspace),
+                create_table_cql(
+                    keyspace, "document", "workspace text, id text, parent_id text, PRIMARY KEY (workspace, id)"
+                ),
+                f"CREATE INDEX IF NOT EXISTS document_parent ON {quote(keyspace)}.document (parent_id)",
+            ]
+            shared.ensure_schema(keyspace, statements, ["document"], ["document_parent"])
+            hosts = {host for _, host in sent}
+            assert len(sent) == 3 and len(hosts) == 1, sent
+            (host,) = hosts
+            assert host is not None and host.is_up
+            meta = shared.cluster.metadata.keyspaces[keyspace]
+            assert "document" in meta.tables and "document_parent" in meta.indexes, keyspace
+    finally:
+        for keyspace in keyspaces:
+            shared.ddl(f'DROP KEYSPACE IF EXISTS "{keyspace}"', "dropping a test keyspace")
+        shared.release()
