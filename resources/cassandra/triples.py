@@ -15,6 +15,11 @@ graph ""). Every row carries the same (p, otype, s, o, d, dtype, lang); otype is
 literal, 't' quoted triple; dtype/lang are kept for literals only ("" otherwise), as upstream's
 writer (storage/triples/cassandra/write.py) passes them. Deleting a quad deletes all of its rows.
 
+Upstream writes each quad's rows in one logged batch; here they go in unlogged batches grouped by
+partition, so a writer killed mid-write leaves some of a quad's rows and not others. The subject's
+own row (role 'S') is how delete_subjects finds a quad, so it is written first and deleted last:
+whatever rows of a quad are stored, its subject row is too, and a re-run or a removal finds them.
+
 Quads written before the object row of literals was (issue #30) lack it: missing_object_rows
 finds them and write_object_rows adds it (`ud verify --repair`, without decoding anything again).
 """
@@ -198,6 +203,19 @@ class CassandraTripleStore:
         for entity, role in self._entity_rows(collection, s, p, o, d, otype, dtype, lang):
             yield ent_cql, (collection, entity, role, p, otype, s, o, d, dtype, lang), (collection, entity)
 
+    def _subject_first(self, rows: list[tuple[str, tuple, object]], what: str, deleting: bool = False) -> None:
+        """Write rows so that a quad's subject row (role 'S') is stored before any other row of it
+        and deleted after all of them: the other rows wait for every subject row to be acknowledged
+        (deleting: the subject rows wait for the others). A writer that dies between the two steps
+        leaves rows that delete_subjects still finds from their subject."""
+        subject_rows: list[tuple[str, tuple, object]] = []
+        other_rows: list[tuple[str, tuple, object]] = []
+        for row in rows:  # quads_by_entity's params are (collection, entity, role, ...)
+            is_subject_row = row[0] in (self._ins_entity, self._del_entity) and row[1][2] == S
+            (subject_rows if is_subject_row else other_rows).append(row)
+        for step in (other_rows, subject_rows) if deleting else (subject_rows, other_rows):
+            self._write(step, what)
+
     def insert(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> int:
         self._ensure_collection(collection)
         what = f"writing triples to keyspace {self.keyspace}"
@@ -207,9 +225,9 @@ class CassandraTripleStore:
             rows.extend(self._rows_of(collection, *_parts(q), self._ins_coll, self._ins_entity))
             n += 1
             if len(rows) >= 50_000:  # bounded memory for very large inputs
-                self._write(rows, what)
+                self._subject_first(rows, what)
                 rows = []
-        self._write(rows, what)
+        self._subject_first(rows, what)
         self._ensure_collection(collection)  # again if the keyspace had to be recreated meanwhile
         return n
 
@@ -290,7 +308,7 @@ class CassandraTripleStore:
                             collection, r.s, r.p, r.o, r.d, r.otype, r.dtype, r.lang, self._del_coll, self._del_entity
                         )
                     )
-        self._write(work, what)
+        self._subject_first(work, what, deleting=True)
         return n
 
     def query_subjects(
