@@ -132,3 +132,35 @@ def test_a_batch_reads_each_documents_row_generation_and_ledger_entry_once(lib, 
     lib.add_document("alone", detect.MARKDOWN, docgen.markdown(), title="alone.md")
     process_document(lib, "alone", CONFIG)
     assert set(reads) == {("get_metadata", "alone"), ("get_generation", "alone"), ("get_failure", "alone")}
+
+
+def test_a_batch_of_web_pages_warms_their_parsers_and_not_every_formats(tmp_path):
+    """A sensor's batch of new uploads waits for its kinds' parsers only (PDF's import alone is
+    4-5 s); a kind the rows do not declare is imported by the parse that meets it."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(f"""
+        import sys
+        from tests import docgen
+        from ud_assets.decoding import detect, warmup
+        from ud_assets.decoding.model import DecoderConfig
+        from ud_assets.decoding.partitioning import unstructured_version
+        from ud_assets.defs.resources import LibrarianResource
+        from ud_assets.processing.parse_ahead import ParseAhead
+
+        lib = LibrarianResource(backend="embedded", home={str(tmp_path / "ud")!r}, workspace="default").get()
+        lib.add_document("page", detect.HTML, b"<html><body><h1>Page</h1><p>Words of a page.</p></body></html>", title="p.html")
+        lib.add_document("note", detect.MARKDOWN, docgen.markdown(), title="n.md")
+        ahead = ParseAhead(lib, DecoderConfig(), unstructured_version(), workers=2)
+        try:
+            done = list(ahead.in_completion_order(["page", "note"]))
+            print(sorted(done))
+        finally:
+            ahead.close()
+        print(sorted(warmup._warmed), "unstructured.partition.pdf" in sys.modules, "docx" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    lines = out.stdout.strip().splitlines()[-2:]
+    assert lines == ["['note', 'page']", "['html', 'md', 'text'] False False"], out.stderr[-2000:]

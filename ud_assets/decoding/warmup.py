@@ -3,7 +3,7 @@ forked from it start warm (isolation.warm_up runs it, forking nothing meanwhile)
 
 Which partitioner modules a kind needs, and which tiny documents exercise them, the format
 families say (formats.warm_modules, formats.warm_documents). A process that decodes one document
-imports only what its kind needs; a batch warms everything up front (warm_up()). Only text and a
+imports only what its kind needs; a batch warms its documents' kinds up front (warm_up(kinds)). Only text and a
 text-layer PDF are parsed: nothing that runs torch or onnxruntime, whose thread pools (GNU OpenMP
 above all) are not fork-safe once used.
 """
@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
+from collections.abc import Collection
 from contextlib import AbstractContextManager, nullcontext
 
 from . import formats
@@ -24,11 +25,13 @@ _warmed: set[str] = set()  # partitioner modules imported (and exercised) in thi
 _lock = threading.Lock()
 
 
-def warm_up(mime: str | None = None, importing: AbstractContextManager[object] | None = None) -> float:
-    """Import and exercise unstructured's partitioners in this process, once each: those `mime`
-    needs, or all of them, inside `importing` (isolation's: no fork meanwhile). Returns the seconds
-    this call spent (0 when already warm)."""
-    names = formats.warm_modules(mime)
+def warm_up(
+    kinds: str | Collection[str] | None = None, importing: AbstractContextManager[object] | None = None
+) -> float:
+    """Import and exercise unstructured's partitioners in this process, once each: those `kinds`
+    (one or several) need, or all of them, inside `importing` (isolation's: no fork meanwhile).
+    Returns the seconds this call spent (0 when already warm)."""
+    names = formats.warm_modules(kinds)
     if all(name in _warmed for name in names):
         return 0.0
     with _lock, importing or nullcontext():

@@ -106,9 +106,7 @@ class ParseAhead:
         # runner takes this verdict instead of reading the same rows, object and triples again.
         self._current: dict[str, str] = {}
         self._looked: dict[str, Looked] = {}  # by document, until the runner takes it
-        # A batch is worth warming for every format once, before its first parse (the first
-        # parses wait for it): each child then starts with every parser imported.
-        self._pool.submit(warm_up)
+        self._warm_up = warm_up
 
     def submit(self, document_id: str) -> None:
         if document_id not in self._futures:
@@ -121,6 +119,11 @@ class ParseAhead:
         A yielded document's parse waits for its `take` (or `release`, when the document did not
         need it), possibly from another thread; the caller bounds how many it holds at once."""
         queue = deque(self.largest_first(document_ids))
+        # The batch's kinds are warmed once, before its first parse (which waits for it): each child
+        # then starts with their parsers imported. Only theirs: every format's costs 8-9 s of one
+        # core, a batch of web pages about 2 s. A kind found only by detection is imported by the
+        # parse that meets it, as a lone document's is.
+        self._pool.submit(self._warm_up, self.declared_kinds())
         while queue or self._futures:
             while queue and len(self._futures) < self.window:
                 if not self.force and queue[0] not in self._records:
@@ -161,6 +164,12 @@ class ParseAhead:
             with ThreadPoolExecutor(max_workers=8) as pool:
                 sizes.update(zip([m.id for m in unhashed], pool.map(size, unhashed)))
         return sorted(document_ids, key=lambda d: -sizes.get(d, 0))
+
+    def declared_kinds(self) -> set[str] | None:
+        """The kinds the batch's rows declare (as largest_first read them); None, for every
+        format, when none was read or one declares no kind."""
+        kinds = {meta.kind for meta in self._metadata.values()}
+        return kinds if kinds and all(kinds) else None
 
     def _read_records(self, document_ids: list[str]) -> None:
         """The ledger entries and generations of the documents next in line, in one read of each."""

@@ -35,6 +35,19 @@ def test_the_families_answer_what_format_free_code_asks():
     assert formats.warm_imports("image/png") is None  # not known: warm everything
 
 
+def test_a_batch_warms_the_parsers_of_its_kinds_and_every_one_when_a_kind_is_unknown():
+    assert formats.warm_modules({detect.HTML, detect.MARKDOWN}) == formats.BASE_IMPORTS
+    assert formats.warm_modules([detect.TSV, detect.DOCX, detect.ODT]) == (
+        *formats.BASE_IMPORTS,
+        *("tsv", "csv", "docx", "odt"),
+    )
+    assert formats.warm_modules(detect.PDF) == (*formats.BASE_IMPORTS, "pdf")  # one kind, as a lone document's
+    everything = formats.warm_modules()
+    assert "pdf" in everything and "xlsx" in everything
+    assert formats.warm_modules([detect.HTML, "application/octet-stream"]) == everything
+    assert formats.warm_modules([detect.HTML, ""]) == everything  # a row that declares no kind
+
+
 def _bump(monkeypatch, name: str, version: str) -> None:
     bumped = tuple(
         dataclasses.replace(family, logic_version=version) if family.name == name else family

@@ -88,11 +88,17 @@ def warm_imports(mime: str) -> tuple[str, ...] | None:
     return family_of(mime).warm_imports.get(mime)
 
 
-def warm_modules(mime: str | None = None) -> tuple[str, ...]:
-    """unstructured's partitioner modules a process imports to decode `mime`: the base ones and
-    its family's; every family's when `mime` is None or its modules are not known. A process that
-    decodes one document imports only these (pandas alone costs a second); a batch warms them all."""
-    needed = warm_imports(mime) if mime else None
+def warm_modules(kinds: str | Collection[str] | None = None) -> tuple[str, ...]:
+    """unstructured's partitioner modules a process imports to decode documents of `kinds` (one
+    kind or several): the base ones and their families'; every family's when `kinds` is None or
+    one of them is not known. A process that decodes one document imports only these (pandas alone
+    costs a second); a batch warms those of its documents' kinds."""
+    wanted = (kinds,) if isinstance(kinds, str) else kinds
+    needed: tuple[str, ...] | None = None
+    if wanted is not None:
+        per_kind = [warm_imports(kind) if kind else None for kind in wanted]
+        if all(modules is not None for modules in per_kind):
+            needed = tuple(module for modules in per_kind if modules is not None for module in modules)
     if needed is None:
         needed = tuple(
             module

@@ -18,7 +18,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
@@ -155,11 +155,12 @@ def _part(
     return part(PARSER, data, mime, config, filename, plan, pages)
 
 
-def warm_up(mime: str | None = None) -> float:
-    """Warm this process for the children forked from it: unstructured's partitioners that `mime`
-    needs, or all of them, imported and exercised once (warmup.py). Returns the seconds it took."""
+def warm_up(kinds: str | Collection[str] | None = None) -> float:
+    """Warm this process for the children forked from it: unstructured's partitioners that `kinds`
+    (one or several) need, or all of them, imported and exercised once (warmup.py). Returns the
+    seconds it took."""
     # No fork while a module is half imported: its child would inherit the import lock.
-    return warmup.warm_up(mime, importing=children.FORK_LOCK)
+    return warmup.warm_up(kinds, importing=children.FORK_LOCK)
 
 
 _default: IsolatedPartitioner | None = None
@@ -167,7 +168,7 @@ _default: IsolatedPartitioner | None = None
 
 def default_partitioner() -> IsolatedPartitioner:
     """The process's partitioner, with limits from the environment, warmed for each format on its
-    first document (a batch warms every format up front: warmup.warm_up())."""
+    first document (a batch warms its documents' kinds up front: warmup.warm_up(kinds))."""
     global _default
     with _default_lock:
         if _default is None:
