@@ -58,6 +58,17 @@ def test_snapshot_of_this_process_grows_with_work():
     assert spent is not None and 0.05 <= spent <= 1.0
 
 
+def test_this_process_cpu_is_read_finer_than_a_clock_tick():
+    """The bare loop's per-file CPU: a 3 ms parse must not read as 0 or 10 ms."""
+    import time
+
+    before = cpu.self_cpu_s()
+    until = time.process_time() + 0.003
+    while time.process_time() < until:
+        pass
+    assert 0.002 <= cpu.self_cpu_s() - before <= 0.008
+
+
 def test_a_part_restarted_between_readings_has_no_figure():
     assert cpu.snapshot({"gone": [999_999_999]}) == {"gone": None}
     assert cpu.delta({"a": 5.0, "b": None, "c": 9.0}, {"a": 7.5, "b": 3.0, "c": 1.0, "d": 2.0}) == {
