@@ -129,17 +129,21 @@ def stale_children(
 def commit(
     attempt: Attempt, quads: list[Quad], summary: dict[str, object], others: Sequence[DocumentMetadata]
 ) -> list[str]:
-    """Make the attempt's generation current: record it, then remove older generations' children.
+    """Make the attempt's generation current: store its triples, record it, then remove older
+    generations' children.
 
-    The document-level triples are replaced first (they describe the document as of this
-    generation); the record follows; only then do older children go, so a crash in between
-    leaves a current generation whose extra children the next commit removes. others: the
-    children of other generations as this run listed them before its writes (it adds only
-    children of its own generation)."""
+    The document-level triples of the previous generation are deleted first (they describe the
+    document as it was); the generation's triples follow, those of its entities and the
+    document's own in one write (a triple store orders each write's subject rows before its
+    others: one write pays that wait once); the record follows; only then do older children go,
+    so a crash in between leaves a current generation whose extra children the next commit
+    removes. The caller has cleared the entities' earlier triples. others: the children of other
+    generations as this run listed them before its writes (it adds only children of its own
+    generation)."""
     lib, info = attempt.librarian, attempt.info
     doc_iri = ids.document_iri(info.id)
     lib.triples.delete_subjects([doc_iri], GRAPH_SOURCE, lib.collection)
-    lib.triples.insert([q for q in quads if q.s == doc_iri], lib.collection)
+    lib.triples.insert(quads, lib.collection)
     lib.set_generation(
         Generation(
             document_id=info.id,

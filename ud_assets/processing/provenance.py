@@ -58,8 +58,7 @@ def provenance_stage(
         # would take it away from the others being stored at the same time (and fail their check).
         entity_subjects = {q.s for q in quads} - {doc_iri, ids.agent_iri(DECODER_COMPONENT)}
         lib.triples.delete_subjects(sorted(entity_subjects), GRAPH_SOURCE, lib.collection)
-    # The document's own triples are written by the commit, which replaces the previous ones.
-    lib.triples.insert([q for q in quads if q.s != doc_iri], lib.collection)
+    # Every triple is written by the commit, which replaces the document's own previous ones.
     sections = built.sections
     summary = {
         "pages": sum(1 for s in sections if s.type == "page"),
