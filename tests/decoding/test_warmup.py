@@ -26,4 +26,3 @@ def test_the_parsers_objects_are_frozen_so_a_full_collection_walks_only_what_cam
     assert enabled == "True"
     assert int(frozen) > 100_000  # spaCy, unstructured, their imports
     assert int(collectable) * 20 < int(frozen)
-
