@@ -39,7 +39,7 @@ def warm_up(
         started = time.perf_counter()
         # The parsers' modules and models are some 400,000 objects that live as long as the process.
         # Each full collection walks all of them (in a batch's step process: 8 during the warm-up,
-        # 1.0 s together, and 0.3-0.4 s each later, stopping every thread), so none runs while they
+        # 1.1 s together, and 0.3-0.4 s each later, stopping every thread), so none runs while they
         # load, and after it they are out of the collector's sight (frozen): a full collection then
         # walks only what came after. What the warm-up leaves in cycles is frozen with them: once
         # per kind and process, a few MB at most.

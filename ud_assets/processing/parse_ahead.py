@@ -87,8 +87,6 @@ class ParseAhead:
         workers: int = 2,
         lookahead: int = 2,
     ):
-        from ud_assets.decoding.isolation import warm_up
-
         self.librarian, self.config, self.version, self.force = librarian, config, version, force
         self.window = max(1, workers) + max(0, lookahead)
         self._pool = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="parse-ahead")
@@ -106,7 +104,6 @@ class ParseAhead:
         # runner takes this verdict instead of reading the same rows, object and triples again.
         self._current: dict[str, str] = {}
         self._looked: dict[str, Looked] = {}  # by document, until the runner takes it
-        self._warm_up = warm_up
 
     def submit(self, document_id: str) -> None:
         if document_id not in self._futures:
@@ -118,12 +115,14 @@ class ParseAhead:
 
         A yielded document's parse waits for its `take` (or `release`, when the document did not
         need it), possibly from another thread; the caller bounds how many it holds at once."""
+        from ud_assets.decoding.isolation import warm_up
+
         queue = deque(self.largest_first(document_ids))
         # The batch's kinds are warmed once, before its first parse (which waits for it): each child
         # then starts with their parsers imported. Only theirs: every format's costs 8-9 s of one
         # core, a batch of web pages about 2 s. A kind found only by detection is imported by the
         # parse that meets it, as a lone document's is.
-        self._pool.submit(self._warm_up, self.declared_kinds())
+        self._pool.submit(warm_up, self.declared_kinds())
         while queue or self._futures:
             while queue and len(self._futures) < self.window:
                 if not self.force and queue[0] not in self._records:
