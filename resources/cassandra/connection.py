@@ -311,11 +311,32 @@ def unavailable(config: CassandraConfig, e: BaseException, what: str = "") -> Ca
     from cassandra.cluster import NoHostAvailable
 
     detail = str(e) or type(e).__name__
-    # NoHostAvailable with no per-host error: the driver had no live host to send it to.
-    sent = not (isinstance(e, NoHostAvailable) and not e.errors)
+    # NoHostAvailable whose every host refused before writing (or with no host at all): the
+    # request never left this process.
+    sent = not (isinstance(e, NoHostAvailable) and all(map(_refused_before_sending, e.errors.values())))
     return CassandraUnavailable(
         f"Cassandra at {config.endpoint} unreachable{' while ' + what if what else ''}: {detail}", sent
     )
+
+
+# What the driver's ResponseFuture._query and Connection.send_msg record for a host they did not
+# write the request to: its pool gone or shut down (a dying connection shuts it down before the
+# host is marked down, so a request in that window meets it), no free connection or stream, or a
+# connection already closed. A request cut off in flight is told apart by other words ("was
+# closed", or the socket's error). Words the driver changes fall on the safe side: sent.
+_NOT_WRITTEN = ("Pool is shutdown", "Host has been marked down or removed")
+_CLOSED_BEFORE_WRITING = (" is closed", " is defunct")
+
+
+def _refused_before_sending(error: BaseException) -> bool:
+    from cassandra.connection import ConnectionBusy, ConnectionException, ConnectionShutdown
+    from cassandra.pool import NoConnectionsAvailable
+
+    if isinstance(error, (NoConnectionsAvailable, ConnectionBusy)):
+        return True
+    if isinstance(error, ConnectionShutdown):
+        return str(error).startswith("Connection to ") and str(error).endswith(_CLOSED_BEFORE_WRITING)
+    return type(error) is ConnectionException and str(error) in _NOT_WRITTEN
 
 
 def _transient_errors() -> tuple[type[BaseException], ...]:
