@@ -182,11 +182,17 @@ class TreeSampler:
     def _run(self) -> None:
         members: list[int] = [self.root]
         scanned = 0.0
+        counted = 0.0
         while not self._stop.is_set():
             now = time.monotonic()
             if now - scanned >= self.rescan:
                 members, scanned = descendants(self.root, read_stats()), now
-            self.samples.append((time.time(), _ticks_of(members) / CLK_TCK))
+            # The tree's CPU never goes down. A reading that does has lost members that exited
+            # before anyone counted them: the root once the runner has reaped it (its last readings
+            # read 0, and the run's total was taken from the last one), or a child its parent has
+            # not waited for yet. Keep what was counted.
+            counted = max(counted, _ticks_of(members) / CLK_TCK)
+            self.samples.append((time.time(), counted))
             self._stop.wait(self.interval)
 
     def start(self) -> TreeSampler:

@@ -1,6 +1,7 @@
 """bench.cpu: /proc/PID/stat parsing, a process tree's CPU, CPU per document, the capacity projection."""
 
 import os
+import time
 
 import pytest
 
@@ -143,6 +144,20 @@ def test_the_tree_sampler_sees_a_grandchilds_cpu_before_it_is_waited_for():
     assert times == sorted(times)
     # the grandchild's CPU shows while it is alive and sleeping (not yet waited for by its parent)
     assert max(c for _, c in samples) >= 0.3
+
+
+def test_the_tree_sampler_keeps_the_trees_cpu_once_the_root_is_reaped():
+    import subprocess
+    import sys
+
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
+    child = subprocess.Popen([sys.executable, "-c", burn])
+    sampler = cpu.TreeSampler(child.pid, interval=0.01, rescan=0.05).start()
+    child.wait()  # reaped: its /proc entry is gone, as when bench.processes' os.wait4 returns
+    time.sleep(0.1)  # the sampler reads the gone tree for a while before it is stopped
+    samples = sampler.stop()
+    assert samples[-1][1] >= 0.25  # the run's total (tree_cpu_s) is the last sample
+    assert [c for _, c in samples] == sorted(c for _, c in samples)
 
 
 def test_attach_cpu_turns_the_parents_samples_into_the_runs_and_each_documents_cpu():
