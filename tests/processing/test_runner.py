@@ -403,3 +403,27 @@ def test_a_commit_removes_what_the_sections_stage_listed_and_clears_only_a_recor
     lib.record_failure(failed)
     process_document(lib, "notes.md", DecoderConfig(section_strategy="count"), ALL)
     assert calls[("clear_failure", "notes.md")] == 1 and lib.get_failure("notes.md") is None
+
+
+def test_the_images_stage_reads_which_images_are_stored_at_once_and_writes_only_the_missing(resource, monkeypatch):
+    """A run that stopped after one of a document's images was stored: the next run writes the other
+    one, having asked which are stored in one read, not one read an image."""
+    lib = resource.get()
+    lib.add_document("a.pdf", "application/pdf", docgen.pdf_with_text_and_image(), title="a.pdf")
+    process_document(lib, "a.pdf", DecoderConfig(), ("document", "elements", "sections", "images"))
+    parents = [c.id for c in lib.list_children("a.pdf")]
+
+    def stored_images() -> set[str]:
+        return {c.id for p in parents for c in lib.list_children(p) if c.document_type == "image"}
+
+    images = sorted(stored_images())
+    assert len(images) > 1
+    lib.remove_document(images[1])  # as a crash between the two writes leaves them
+    reads: list[list[str]] = []
+    real = lib.get_metadata_many
+    monkeypatch.setattr(lib, "get_metadata_many", lambda ids: reads.append(list(ids)) or real(ids))
+    monkeypatch.setattr(lib, "exists", lambda id: pytest.fail(f"read one image at a time: {id}"))
+    result = process_document(lib, "a.pdf", DecoderConfig(), ("images",)).results["images"]
+    assert result.metadata["written"] == 1
+    assert images in [sorted(r) for r in reads]
+    assert stored_images() == set(images)

@@ -29,10 +29,12 @@ def images_stage(attempt: Attempt, built: Built, rewrite: bool = False) -> Image
     """Store the images not stored yet (or all of them: rewrite). Their parents must be stored already."""
     started = time.perf_counter()
     lib = attempt.librarian
+    # Which are stored already: one read for all of them (a page of a PDF can hold dozens), not one each.
+    stored = set() if rewrite or not built.images else set(lib.get_metadata_many([r.id for r in built.images]))
     new = [
         Child(r.parent, r.id, r.mime_type, r.data, IMAGE, f"Image {r.ordinal}", (attempt.tag,))
         for r in built.images
-        if rewrite or not lib.exists(r.id)
+        if r.id not in stored
     ]
     lib.put_children(new, known_parents=[s.id for s in built.sections])  # stored or checked before
     return ImagesResult(
