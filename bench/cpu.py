@@ -152,15 +152,20 @@ def descendants(root: int, stats: Mapping[int, Stat]) -> list[int]:
     return tree
 
 
-def _ticks_of(pids: Iterable[int]) -> int:
-    total = 0
+def _ticks_of(pids: Iterable[int], root: int | None = None) -> tuple[int, int]:
+    """(clock ticks of pids, each with its reaped children; root's own utime + stime: 0 when it
+    is not among them or has ended)."""
+    total = own = 0
     for pid in pids:
         try:
             with open(f"/proc/{pid}/stat") as handle:
-                total += parse_stat(handle.read()).ticks
+                stat = parse_stat(handle.read())
         except (OSError, ValueError, IndexError):
             continue  # ended (and counted in its parent's cutime once waited for)
-    return total
+        total += stat.ticks
+        if pid == root:
+            own = stat.utime + stat.stime
+    return total, own
 
 
 class TreeSampler:
@@ -169,20 +174,24 @@ class TreeSampler:
     measured tree does not pay for it). The tree's members are found by a full /proc scan every
     `rescan` s (about 20 ms each on a busy machine); in between only their own stat files are read.
     A descendant started and not yet found is counted from when it is found (or in its parent's
-    cutime once waited for)."""
+    cutime once waited for).
+
+    `own_samples` hold the root process's own CPU at the same times (its threads, without any
+    child's): in a graph worker, the step process apart from the decoding children it forks."""
 
     def __init__(self, root: int, interval: float = 0.01, rescan: float = 0.25):
         import threading
 
         self.root, self.interval, self.rescan = root, interval, rescan
         self.samples: list[tuple[float, float]] = []
+        self.own_samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         members: list[int] = [self.root]
         scanned = 0.0
-        counted = 0.0
+        counted = own = 0.0
         while not self._stop.is_set():
             now = time.monotonic()
             if now - scanned >= self.rescan:
@@ -191,8 +200,11 @@ class TreeSampler:
             # before anyone counted them: the root once the runner has reaped it (its last readings
             # read 0, and the run's total was taken from the last one), or a child its parent has
             # not waited for yet. Keep what was counted.
-            counted = max(counted, _ticks_of(members) / CLK_TCK)
-            self.samples.append((time.time(), counted))
+            tree_ticks, own_ticks = _ticks_of(members, self.root)
+            counted, own = max(counted, tree_ticks / CLK_TCK), max(own, own_ticks / CLK_TCK)
+            now_s = time.time()
+            self.samples.append((now_s, counted))
+            self.own_samples.append((now_s, own))
             self._stop.wait(self.interval)
 
     def start(self) -> TreeSampler:

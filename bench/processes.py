@@ -129,6 +129,7 @@ class Child:
                     poller.stop_event.set()
                     poller.join()
                 cpu_samples = cpu_sampler.stop() if cpu_sampler else None
+                own_cpu_samples = cpu_sampler.own_samples if cpu_sampler else None
             exited = time.monotonic()
         busy = machine_cpu_s() - busy_before
         child_cpu = usage.ru_utime + usage.ru_stime  # the child and the processes it waited for
@@ -141,6 +142,8 @@ class Child:
             **(poller.result() if poller else {}),
             # (time.time(), the tree's CPU-seconds so far) every 10 ms while it ran (bench.cpu.TreeSampler)
             **({"cpu_samples": cpu_samples} if cpu_samples is not None else {}),
+            # the same times, the root process's own CPU (without its children's)
+            **({"own_cpu_samples": own_cpu_samples} if own_cpu_samples is not None else {}),
             "launched_at": launched,
             "wall_s": exited - launched,
             "exit_code": proc.returncode,

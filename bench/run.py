@@ -353,6 +353,7 @@ def attach_cpu(sample: dict) -> None:
     and per document between consecutive documents' last materializations (document_cpu_s). The
     samples themselves are dropped (thousands per run)."""
     samples = sample["process"].pop("cpu_samples", None)
+    own_samples = sample["process"].pop("own_cpu_samples", None)
     run = sample["corpus"]
     if not samples or "clock_started" not in run:
         return
@@ -360,6 +361,13 @@ def attach_cpu(sample: dict) -> None:
     sample["process"]["tree_cpu_s"] = samples[-1][1]  # the whole life: start-up, warm-up run, the run
     ends = run.get("document_ends") or {}
     run["document_cpu_s"] = cpu_mod.interval_cpu(samples, run["step_started"], ends) if run.get("step_started") else {}
+    if own_samples and run.get("step_started"):
+        # The same intervals, the step process alone (its threads: storage, Dagster's events, the
+        # driver's event loop) and the decoding children it forked (the parses): the tree's CPU
+        # over bare partition() splits into what the step adds and what the parses cost here.
+        step = cpu_mod.interval_cpu(own_samples, run["step_started"], ends)
+        run["document_step_cpu_s"] = step
+        run["document_parse_cpu_s"] = {d: run["document_cpu_s"][d] - step[d] for d in step}
 
 
 def run_ingest_to(
@@ -621,6 +629,11 @@ def cpu_per_document(samples: dict, name_to_key: dict) -> dict:
     embedded = per_document_medians(
         [s["corpus"].get("document_cpu_s", {}) for s in samples.get("embedded_1worker", [])]
     )
+
+    def median_ms(key: str) -> float | None:
+        values = per_document_medians([s["corpus"].get(key, {}) for s in runs])
+        return report.median([1000 * v for v in values.values()]) if values else None
+
     out = {
         "graph_median": report.median(graph_ms),
         "graph_p95": report.percentile(graph_ms, 0.95),
@@ -647,6 +660,9 @@ def cpu_per_document(samples: dict, name_to_key: dict) -> dict:
         "bare_mean": report.median(
             [1000 * s["loop_cpu_s"] / len(s["files"]) for s in samples["raw"] if "loop_cpu_s" in s]
         ),
+        # the graph's tree split in two: the step process alone, and its decoding children
+        "graph_step_median": median_ms("document_step_cpu_s"),
+        "graph_parse_median": median_ms("document_parse_cpu_s"),
         "graph_embedded_median": report.median([1000 * v for v in embedded.values()]) if embedded else None,
         "graph_embedded_p95": report.percentile([1000 * v for v in embedded.values()], 0.95) if embedded else None,
     }

@@ -160,6 +160,45 @@ def test_the_tree_sampler_keeps_the_trees_cpu_once_the_root_is_reaped():
     assert [c for _, c in samples] == sorted(c for _, c in samples)
 
 
+def test_the_tree_sampler_counts_the_roots_own_cpu_apart_from_its_childrens():
+    import subprocess
+    import sys
+
+    # the root burns ~0.15 s itself, then its child burns ~0.5 s (the step and a decoding child)
+    burn = "import time\nend = time.process_time() + {}\nwhile time.process_time() < end: pass"
+    line = f"import subprocess, sys\n{burn.format(0.15)}\nsubprocess.run([sys.executable, '-c', {burn.format(0.5)!r}])"
+    child = subprocess.Popen([sys.executable, "-c", line])
+    sampler = cpu.TreeSampler(child.pid, interval=0.01, rescan=0.05).start()
+    child.wait()
+    tree = sampler.stop()
+    own = sampler.own_samples
+    assert [t for t, _ in own] == [t for t, _ in tree]  # read at the same times
+    assert [c for _, c in own] == sorted(c for _, c in own)
+    assert 0.1 <= own[-1][1] < 0.4  # the root's own CPU (its interpreter start-up included)
+    assert tree[-1][1] - own[-1][1] >= 0.4  # the child's, counted in the tree only
+
+
+def test_attach_cpu_splits_each_documents_cpu_into_the_step_process_and_its_parses():
+    from bench.run import attach_cpu
+
+    tree = [(100.0, 1.0), (101.0, 2.0), (102.0, 2.5), (103.0, 4.0), (104.0, 4.0)]
+    own = [(100.0, 0.5), (101.0, 1.0), (102.0, 1.1), (103.0, 1.4), (104.0, 1.4)]
+    sample = {
+        "process": {"cpu_samples": tree, "own_cpu_samples": own},
+        "corpus": {
+            "clock_started": 100.0,
+            "clock_done": 104.0,
+            "step_started": 101.0,
+            "document_ends": {"a": 102.0, "b": 103.0},
+        },
+    }
+    attach_cpu(sample)
+    assert "own_cpu_samples" not in sample["process"]  # not written to the JSON
+    corpus = sample["corpus"]
+    assert corpus["document_step_cpu_s"] == pytest.approx({"a": 0.1, "b": 0.3})
+    assert corpus["document_parse_cpu_s"] == pytest.approx({"a": 0.4, "b": 1.2})
+
+
 def test_attach_cpu_turns_the_parents_samples_into_the_runs_and_each_documents_cpu():
     from bench.run import attach_cpu
 
