@@ -244,3 +244,29 @@ def test_cpu_per_document_takes_the_sequential_run_and_counts_the_servers_apart(
     assert out["cassandra_per_quad"] == pytest.approx(1.0)  # 0.3 s over 300 quads
     assert out["minio_median"] is None
     assert out["graph_mean"] == pytest.approx(200.0)  # the 1-worker run's 0.6 s over 3 documents
+    assert out["graph_step_median"] is None  # no split in these samples
+
+
+def test_cpu_per_document_reports_the_step_process_and_its_parses_apart():
+    from bench.run import cpu_per_document
+
+    def graph(step, parse):
+        total = {d: step[d] + parse[d] for d in step}
+        corpus = {"document_cpu_s": total, "document_step_cpu_s": step, "document_parse_cpu_s": parse}
+        return {"corpus": {**corpus, "documents": 3, "triples": 300, "cpu_s": 0.6}, "servers_cpu_s": {}}
+
+    raw = {"files": [{"file": d, "cpu_s": 0.04} for d in ("a", "b", "c")]}
+    samples = {
+        "raw": [raw],
+        "sequential": [
+            graph({"a": 0.02, "b": 0.03, "c": 0.10}, {"a": 0.05, "b": 0.04, "c": 0.30}),
+            graph({"a": 0.04, "b": 0.03, "c": 0.10}, {"a": 0.05, "b": 0.06, "c": 0.30}),
+        ],
+        "1worker": [],
+    }
+    out = cpu_per_document(samples, {d: d for d in ("a", "b", "c")})
+    # each document's median over the rounds (a: 30 ms, b: 30, c: 100), then across documents
+    assert out["graph_step_median"] == pytest.approx(30.0)
+    assert out["graph_step_mean"] == pytest.approx(160.0 / 3)
+    assert out["graph_parse_median"] == pytest.approx(50.0)
+    assert out["graph_parse_mean"] == pytest.approx(400.0 / 3)
