@@ -129,17 +129,26 @@ def test_pid_from_file(tmp_path):
     assert cpu.service_pids(tmp_path) == {}
 
 
-def test_the_tree_sampler_sees_a_grandchilds_cpu_before_it_is_waited_for():
+BURN = "import time\nend = time.process_time() + {}\nwhile time.process_time() < end: pass"  # a process burning CPU
+
+
+def _sampled(script: str, after_reaped_s: float = 0.0) -> cpu.TreeSampler:
+    """A child running `script`, its tree sampled until it has ended and been waited for."""
     import subprocess
     import sys
 
-    # a child that starts a grandchild burning ~0.4 s of CPU, then waits for it
-    burn = "import time\nend = time.process_time() + 0.4\nwhile time.process_time() < end: pass\ntime.sleep(0.5)"
-    line = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}])"
-    child = subprocess.Popen([sys.executable, "-c", line])
+    child = subprocess.Popen([sys.executable, "-c", script])
     sampler = cpu.TreeSampler(child.pid, interval=0.01, rescan=0.05).start()
-    child.wait()
-    samples = sampler.stop()
+    child.wait()  # reaped: its /proc entry is gone, as when bench.processes' os.wait4 returns
+    time.sleep(after_reaped_s)
+    sampler.stop()
+    return sampler
+
+
+def test_the_tree_sampler_sees_a_grandchilds_cpu_before_it_is_waited_for():
+    # a child that starts a grandchild burning ~0.4 s of CPU, then waits for it
+    burn = BURN.format(0.4) + "\ntime.sleep(0.5)"
+    samples = _sampled(f"import subprocess, sys; subprocess.run([sys.executable, '-c', {burn!r}])").samples
     times = [t for t, _ in samples]
     assert times == sorted(times)
     # the grandchild's CPU shows while it is alive and sleeping (not yet waited for by its parent)
@@ -147,52 +156,46 @@ def test_the_tree_sampler_sees_a_grandchilds_cpu_before_it_is_waited_for():
 
 
 def test_the_tree_sampler_keeps_the_trees_cpu_once_the_root_is_reaped():
-    import subprocess
-    import sys
-
-    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
-    child = subprocess.Popen([sys.executable, "-c", burn])
-    sampler = cpu.TreeSampler(child.pid, interval=0.01, rescan=0.05).start()
-    child.wait()  # reaped: its /proc entry is gone, as when bench.processes' os.wait4 returns
-    time.sleep(0.1)  # the sampler reads the gone tree for a while before it is stopped
-    samples = sampler.stop()
+    # the sampler reads the gone tree for a while before it is stopped
+    samples = _sampled(BURN.format(0.3), after_reaped_s=0.1).samples
     assert samples[-1][1] >= 0.25  # the run's total (tree_cpu_s) is the last sample
     assert [c for _, c in samples] == sorted(c for _, c in samples)
 
 
 def test_the_tree_sampler_counts_the_roots_own_cpu_apart_from_its_childrens():
-    import subprocess
-    import sys
-
     # the root burns ~0.15 s itself, then its child burns ~0.5 s (the step and a decoding child)
-    burn = "import time\nend = time.process_time() + {}\nwhile time.process_time() < end: pass"
-    line = f"import subprocess, sys\n{burn.format(0.15)}\nsubprocess.run([sys.executable, '-c', {burn.format(0.5)!r}])"
-    child = subprocess.Popen([sys.executable, "-c", line])
-    sampler = cpu.TreeSampler(child.pid, interval=0.01, rescan=0.05).start()
-    child.wait()
-    tree = sampler.stop()
-    own = sampler.own_samples
+    sampler = _sampled(
+        f"import subprocess, sys\n{BURN.format(0.15)}\nsubprocess.run([sys.executable, '-c', {BURN.format(0.5)!r}])"
+    )
+    tree, own = sampler.samples, sampler.own_samples
     assert [t for t, _ in own] == [t for t, _ in tree]  # read at the same times
     assert [c for _, c in own] == sorted(c for _, c in own)
     assert 0.1 <= own[-1][1] < 0.4  # the root's own CPU (its interpreter start-up included)
     assert tree[-1][1] - own[-1][1] >= 0.4  # the child's, counted in the tree only
 
 
-def test_attach_cpu_splits_each_documents_cpu_into_the_step_process_and_its_parses():
+TREE_SAMPLES = [(100.0, 1.0), (101.0, 2.0), (102.0, 2.5), (103.0, 4.0), (104.0, 4.0)]
+
+
+def _attached(process: dict) -> dict:
+    """A graph run's sample (run 100-104 s, step from 101, documents a and b ending at 102 and
+    103) after attach_cpu has read the parent's samples in `process`."""
     from bench.run import attach_cpu
 
-    tree = [(100.0, 1.0), (101.0, 2.0), (102.0, 2.5), (103.0, 4.0), (104.0, 4.0)]
-    own = [(100.0, 0.5), (101.0, 1.0), (102.0, 1.1), (103.0, 1.4), (104.0, 1.4)]
-    sample = {
-        "process": {"cpu_samples": tree, "own_cpu_samples": own},
-        "corpus": {
-            "clock_started": 100.0,
-            "clock_done": 104.0,
-            "step_started": 101.0,
-            "document_ends": {"a": 102.0, "b": 103.0},
-        },
+    corpus = {
+        "clock_started": 100.0,
+        "clock_done": 104.0,
+        "step_started": 101.0,
+        "document_ends": {"a": 102.0, "b": 103.0},
     }
+    sample = {"process": process, "corpus": corpus}
     attach_cpu(sample)
+    return sample
+
+
+def test_attach_cpu_splits_each_documents_cpu_into_the_step_process_and_its_parses():
+    own = [(100.0, 0.5), (101.0, 1.0), (102.0, 1.1), (103.0, 1.4), (104.0, 1.4)]
+    sample = _attached({"cpu_samples": TREE_SAMPLES, "own_cpu_samples": own})
     assert "own_cpu_samples" not in sample["process"]  # not written to the JSON
     corpus = sample["corpus"]
     assert corpus["document_step_cpu_s"] == pytest.approx({"a": 0.1, "b": 0.3})
@@ -200,22 +203,11 @@ def test_attach_cpu_splits_each_documents_cpu_into_the_step_process_and_its_pars
 
 
 def test_attach_cpu_turns_the_parents_samples_into_the_runs_and_each_documents_cpu():
-    from bench.run import attach_cpu
-
-    samples = [(100.0, 1.0), (101.0, 2.0), (102.0, 2.5), (103.0, 4.0), (104.0, 4.0)]
-    sample = {
-        "process": {"cpu_samples": samples},
-        "corpus": {
-            "clock_started": 100.0,
-            "clock_done": 104.0,
-            "step_started": 101.0,
-            "document_ends": {"a": 102.0, "b": 103.0},
-        },
-    }
-    attach_cpu(sample)
+    sample = _attached({"cpu_samples": TREE_SAMPLES})
     assert "cpu_samples" not in sample["process"]  # not written to the JSON
     assert sample["corpus"]["cpu_s"] == 3.0
     assert sample["corpus"]["document_cpu_s"] == {"a": 0.5, "b": 1.5}
+    assert "document_step_cpu_s" not in sample["corpus"]  # no split without the root's own samples
 
 
 def test_cpu_per_document_takes_the_sequential_run_and_counts_the_servers_apart():
