@@ -244,6 +244,47 @@ REPLICA_ROW_OVERHEAD = 32
 REPLICA_BATCH_BYTES = 3584
 
 
+# What a statement's CQL may contain that makes a second application differ from the first: a
+# lightweight transaction (replayed, it finds its own row and answers "not applied") and now()
+# (replayed, it writes a second upload-log event or a later created_at).
+_NOT_REPLAYABLE = re.compile(r"\bIF\s+(NOT\s+)?EXISTS\b|\bIF\s+\w+\s*[=<>!]|\bnow\(\)", re.IGNORECASE)
+
+
+def replay_safe(cql: str, stmt) -> bool:
+    """Whether applying the prepared `stmt` (of `cql`) twice with the same client timestamp, as the
+    driver does when it resends a request whose connection died in flight, stores what applying it
+    once does. Reads and deletes of rows are; so are writes of plain values. A write that binds a
+    list is not: Cassandra keys each element of a non-frozen list by a time UUID it makes when it
+    applies the write, and a whole-list write clears the old elements with a tombstone one
+    microsecond older than its own timestamp, so a replay at the same timestamp keeps both copies
+    (a Cassandra node killed mid-run left a child document's tags holding its generation twice).
+    The result metadata does not say whether a list is frozen, so every list counts."""
+    verb = cql.lstrip().split(None, 1)[0].upper() if cql.strip() else ""
+    if verb == "SELECT":
+        return True
+    if _NOT_REPLAYABLE.search(cql):
+        return False
+    return not any(getattr(column.type, "typename", None) == "list" for column in stmt.column_metadata or ())
+
+
+@lru_cache(maxsize=1)
+def replay_safe_retry_policy():
+    """The driver's default RetryPolicy, except that a request whose connection failed after it may
+    have been sent (a node killed under it) goes to the next node only when it is replay-safe
+    (statement.is_idempotent, set by CassandraConnection.prepare from replay_safe). Any other
+    request fails to its caller, whose retry (a document's transient retry) sends it anew with
+    a new timestamp, which a whole-list write's tombstone then covers."""
+    from cassandra.policies import RetryPolicy
+
+    class ReplaySafeRetryPolicy(RetryPolicy):
+        def on_request_error(self, query, consistency, error, retry_num):
+            if not getattr(query, "is_idempotent", False):
+                return self.RETHROW, None
+            return super().on_request_error(query, consistency, error, retry_num)
+
+    return ReplaySafeRetryPolicy()
+
+
 _TEXT_TYPES = frozenset({"varchar", "text"})  # serialized as the value's UTF-8 bytes
 
 
@@ -414,6 +455,7 @@ class CassandraConnection:
             serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL,
             request_timeout=30.0,
             row_factory=named_rows,
+            retry_policy=replay_safe_retry_policy(),
         )
         cluster = Cluster(
             list(config.hosts),
@@ -612,6 +654,7 @@ class CassandraConnection:
             return cached[1]
         with self.errors("preparing a statement"):
             stmt = session.prepare(cql)
+        stmt.is_idempotent = replay_safe(cql, stmt)  # what the retry policy resends after a lost connection
         self._prepared[cql] = (session, stmt)
         return stmt
 
@@ -722,6 +765,7 @@ class CassandraConnection:
                 batch = BatchStatement(batch_type=BatchType.UNLOGGED)
                 for bound in batch_rows:
                     batch.add(bound)
+                batch.is_idempotent = all(bound.is_idempotent for bound in batch_rows)
                 requests.append((batch, None))
         if requests:
             from cassandra.concurrent import execute_concurrent
