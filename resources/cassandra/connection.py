@@ -801,9 +801,13 @@ class CassandraConnection:
         return frozenset(host.host_id for host in hosts) or None
 
     def ddl(self, cql: str, what: str, host=None) -> None:
-        """A schema statement (not prepared: DDL carries no values), through `host` when given."""
+        """A schema statement (not prepared: DDL carries no values), through `host` when given.
+        Resent to the next node after a lost connection, as before replay_safe_retry_policy: our
+        schemas are CREATE ... IF NOT EXISTS with stable table ids, which a replay leaves as they are."""
+        from cassandra.query import SimpleStatement
+
         with self.errors(what):
-            self.session.execute(cql, timeout=60, host=host)
+            self.session.execute(SimpleStatement(cql, is_idempotent=True), timeout=60, host=host)
 
     def schema_coordinator(self):
         """One node for all of a schema's statements (None: any node). A node always knows the schema
