@@ -42,6 +42,7 @@ from resources.model import (
     DocumentStore,
     LibrarianError,
     ObjectStore,
+    OutcomeUnknown,
     ProcessingRequest,
     TripleStore,
     Upload,
@@ -279,6 +280,8 @@ class LibrarianService:
         )
         try:
             inserted = self.documents.insert(meta, ADDED if document_type == SOURCE else None)
+        except OutcomeUnknown:
+            raise  # the row may point at the object: it stays (an object no row names is harmless)
         except BaseException:
             self._discard_object(object_id, id)
             raise

@@ -64,6 +64,11 @@ class StorageUnavailable(LibrarianError):
     """A server could not be reached (transient: worth retrying)."""
 
 
+class OutcomeUnknown(StorageUnavailable):
+    """A write's reply was lost and reading it back failed too: it may have been applied. What the
+    write refers to (the bytes a document row points at) must stay."""
+
+
 @dataclass(frozen=True)
 class DocumentMetadata:
     """One row of TrustGraph's librarian.document table, plus size and sha256 of the bytes."""

@@ -658,14 +658,28 @@ class CassandraConnection:
         self._prepared[cql] = (session, stmt)
         return stmt
 
-    def execute(self, cql: str, params: Sequence = (), what: str = "a query", fetch_size: int | None = None):
+    def execute(
+        self,
+        cql: str,
+        params: Sequence = (),
+        what: str = "a query",
+        fetch_size: int | None = None,
+        consistency: str | None = None,
+    ):
+        """cql, prepared, with params; consistency (a level's name) instead of the connection's."""
+
         def run():
             session = self.session
             stmt, values = self.prepare(cql, session), params
             values_or_bound: Sequence | None = values
-            if fetch_size is not None:
+            if fetch_size is not None or consistency is not None:
+                from cassandra import ConsistencyLevel
+
                 stmt = stmt.bind(values)
-                stmt.fetch_size = fetch_size
+                if fetch_size is not None:
+                    stmt.fetch_size = fetch_size
+                if consistency is not None:
+                    stmt.consistency_level = ConsistencyLevel.name_to_value[consistency]
                 values_or_bound = None  # bound into the statement already
             with self.errors(what):
                 return session.execute(stmt, values_or_bound)

@@ -11,13 +11,23 @@ events, not with the library. seq comes from the coordinator's clock (now()).
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from resources.cassandra.connection import CassandraConnection, create_table_cql
+from resources.cassandra.connection import CassandraConnection, CassandraUnavailable, create_table_cql
 from resources.librarian import RECORD_TYPES, record_columns
-from resources.model import SOURCE, DocumentMetadata, LibrarianError, ProcessingRequest, Record, Upload
+from resources.model import (
+    SOURCE,
+    DocumentMetadata,
+    LibrarianError,
+    OutcomeUnknown,
+    ProcessingRequest,
+    Record,
+    StorageUnavailable,
+    Upload,
+)
 
 KEYSPACE = "librarian"
 
@@ -35,6 +45,9 @@ _COLUMNS = (
 BULK_ROWS = 500
 BULK_BYTES = 1 << 20
 BULK_IN_FLIGHT = 2
+# Pauses between reads back of a row whose insert lost its reply (settle): the driver reconnects
+# a node it lost within about a second (its reconnection policy starts at 0.5 s).
+SETTLE_PAUSES_S = (0.2, 0.5, 1.0, 2.0, 4.0)
 # Ids per "id IN ?" read of which ids are taken (a slice of clustering keys in one partition).
 TAKEN_CHUNK = 500
 
@@ -256,13 +269,41 @@ class CassandraDocumentStore:
         return [_row_to_meta(row) for rows in results for row in rows]
 
     def insert(self, meta: DocumentMetadata, event: str | None) -> bool:
-        result = self.c.execute(self._insert, _meta_to_row(meta), f"writing document {meta.id!r}")
-        # An LWT's first column is "[applied]" (the driver's was_applied refuses our row factory).
-        if not result.one()[0]:
+        try:
+            result = self.c.execute(self._insert, _meta_to_row(meta), f"writing document {meta.id!r}")
+            # An LWT's first column is "[applied]" (the driver's was_applied refuses our row factory).
+            applied = bool(result.one()[0])
+        except CassandraUnavailable as e:
+            if not e.sent:
+                raise
+            applied = self._settle(meta, e)
+        if not applied:
             return False
         if event:
             self.log_event(meta.workspace, meta.id, event, meta.sha256)
         return True
+
+    def _settle(self, meta: DocumentMetadata, lost: CassandraUnavailable) -> bool:
+        """Whether the insert whose reply was lost (`lost`) wrote the row: its connection may have
+        died after the coordinator applied it, and the driver does not send a lightweight
+        transaction again (replay_safe). A read at LOCAL_SERIAL finishes any proposal still in
+        flight first, so a row it does not find was not written and never will be: then `lost` is
+        raised as it is, and the caller may discard the bytes. A row with this write's object id
+        is ours; one with another is another writer's (False)."""
+        what = f"reading back document {meta.id!r}"
+        for pause in (*SETTLE_PAUSES_S, None):
+            try:
+                rows = list(self.c.execute(self._get, (meta.workspace, meta.id), what, consistency="LOCAL_SERIAL"))
+                break
+            except StorageUnavailable as e:  # the driver may need a moment to reconnect
+                if pause is None:
+                    raise OutcomeUnknown(f"{lost}; reading it back failed too: {e}") from None
+                time.sleep(pause)
+            except LibrarianError as e:
+                raise OutcomeUnknown(f"{lost}; reading it back failed too: {e}") from None
+        if not rows:
+            raise lost
+        return rows[0].object_id == meta.object_id
 
     def upsert_many(self, metas: Sequence[DocumentMetadata]) -> None:
         # Children only: their ids are deterministic, so a plain INSERT (no Paxos round) is safe,

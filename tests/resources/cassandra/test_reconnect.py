@@ -28,6 +28,9 @@ from resources.model import GRAPH_SOURCE, Quad, StorageUnavailable, Term
 pytestmark = pytest.mark.services
 
 
+EXECUTE = 0x0A  # the opcode in a native protocol v4 frame's header (version, flags, stream, opcode)
+
+
 class Relay:
     """A TCP relay to the real Cassandra: down() resets every connection and refuses new ones."""
 
@@ -39,6 +42,10 @@ class Relay:
         self._listener: socket.socket | None = None
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
+        self._cut: str | None = None  # armed by cut_next
+        self._down_after_cut = False
+        self._cut_replies: set[socket.socket] = set()  # servers whose next reply is dropped
+        self.cuts = 0
 
     def up(self) -> None:
         listener = socket.socket()
@@ -62,14 +69,35 @@ class Relay:
                 continue
             with self._lock:
                 self._open |= {client, server}
-            for source, sink in ((client, server), (server, client)):
-                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
 
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
+    def cut_next(self, what: str, then_down: bool = False) -> None:
+        """The next EXECUTE any connection carries is lost with its connection ("request": the
+        server never sees it), or reaches the server, whose reply is then lost with the connection
+        ("reply": the server has done the work, the client cannot know); then_down: the relay
+        goes down as it cuts the reply, as a server killed at that moment."""
+        self._cut, self._down_after_cut = what, then_down
+
+    def _pump(self, source: socket.socket, sink: socket.socket, requests: bool) -> None:
         try:
             while data := source.recv(65536):
+                # Only an EXECUTE (a prepared statement's request) is cut: the control connection's
+                # own queries (metadata refreshed after a schema change) go on as they come.
+                execute = requests and len(data) > 4 and data[4] == EXECUTE
+                if execute and self._cut == "request":
+                    self._cut, self.cuts = None, self.cuts + 1
+                    break  # lost: both ends reset below
+                if not requests and source in self._cut_replies:
+                    self._cut_replies.discard(source)
+                    self.cuts += 1
+                    if self._down_after_cut:
+                        self.down()
+                    break
                 sink.sendall(data)
+                if execute and self._cut == "reply":
+                    self._cut = None
+                    self._cut_replies.add(sink)
         except OSError:
             pass
         for s in (source, sink):
@@ -193,3 +221,89 @@ def test_a_dead_control_connection_does_not_stop_a_schema_repair(cassandra_run, 
     connection.repair_schema()
     store.insert([quad(2)])
     assert {q.s for q in store.query()} == {"urn:s1", "urn:s2"}
+
+
+# -- an upload whose request or reply is lost with its connection ---------------------------------
+
+
+@pytest.fixture
+def relayed_librarian(cassandra_run, relay):
+    """A librarian whose Cassandra requests go through the relay (its bytes go to MinIO directly)."""
+    from dataclasses import replace
+
+    from resources.settings import open_librarian
+
+    settings = cassandra_run.settings(cassandra_run.new_workspace())
+    lib = open_librarian(replace(settings, cassandra_hosts=("127.0.0.1",), cassandra_port=relay.port))
+    lib.documents.c.prepare(lib.documents._insert)  # so that the insert is the next request it sends
+    yield lib
+    lib.close()
+
+
+def cut_at_insert(lib, relay: Relay, what: str, then_down: bool = False) -> list:
+    """Arm the relay's cut just before the librarian's row insert; the object ids it stores."""
+    documents, objects = lib.documents, lib.objects
+    insert, put = documents.insert, objects.put
+    stored: list = []
+
+    def armed_insert(meta, event):
+        if not stored[1:]:  # the first upload's insert only
+            relay.cut_next(what, then_down)
+        return insert(meta, event)
+
+    def recorded_put(object_id, *args, **kwargs):
+        stored.append(object_id)
+        return put(object_id, *args, **kwargs)
+
+    documents.insert, objects.put = armed_insert, recorded_put
+    return stored
+
+
+def added_events(lib, document_id: str) -> list[str]:
+    return [u.event for u in lib.documents.events_since(lib.workspace, None, 1000) if u.id == document_id]
+
+
+def test_an_upload_whose_reply_was_lost_is_stored_once_with_its_bytes(relayed_librarian, relay):
+    """The server wrote the row; the reply died with the connection. The driver does not send a
+    lightweight transaction again (it would find its own row and answer "not applied"); the
+    librarian reads the row back at LOCAL_SERIAL, finds its own object id, and logs the upload."""
+    lib = relayed_librarian
+    cut_at_insert(lib, relay, "reply")
+    meta = lib.add_document("lost-reply.md", "text/markdown", b"# Lost reply\n", title="lost-reply.md")
+    assert relay.cuts == 1, "the relay did not cut the insert's reply"
+    assert lib.get_content("lost-reply.md") == b"# Lost reply\n"
+    assert lib.get_metadata("lost-reply.md").object_id == meta.object_id
+    assert added_events(lib, "lost-reply.md") == ["added"]  # the sensor sees it, once
+
+
+def test_an_upload_whose_request_was_lost_leaves_nothing_and_can_be_sent_again(relayed_librarian, relay):
+    lib = relayed_librarian
+    stored = cut_at_insert(lib, relay, "request")
+    with pytest.raises(StorageUnavailable):
+        lib.add_document("lost-request.md", "text/markdown", b"# Lost request\n", title="lost-request.md")
+    assert relay.cuts == 1, "the relay did not cut the insert"
+    assert not lib.objects.exists(stored[0]), "the bytes of a row that was never written stayed"
+    assert added_events(lib, "lost-request.md") == []
+    lib.add_document("lost-request.md", "text/markdown", b"# Lost request\n", title="lost-request.md")
+    assert lib.get_content("lost-request.md") == b"# Lost request\n"
+
+
+def test_an_upload_whose_outcome_cannot_be_read_keeps_its_bytes(relayed_librarian, relay):
+    """The reply is lost and the server stays away: the row may exist, so its bytes stay."""
+    from resources.model import OutcomeUnknown
+
+    lib = relayed_librarian
+    stored_ids = cut_at_insert(lib, relay, "reply", then_down=True)
+    with pytest.raises(OutcomeUnknown):
+        lib.add_document("unknown.md", "text/markdown", b"# Unknown\n", title="unknown.md")
+    assert lib.objects.exists(stored_ids[0])
+    relay.up()
+
+    def stored() -> bool:
+        try:
+            return lib.get_metadata("unknown.md").object_id == stored_ids[0]
+        except StorageUnavailable:
+            return False
+
+    wait_until(stored, timeout=60)  # the row was written: the server did the work before the cut
+    assert lib.get_content("unknown.md") == b"# Unknown\n"  # the row found its bytes
