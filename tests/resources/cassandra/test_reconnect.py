@@ -10,6 +10,9 @@ The server here is the real Cassandra seen through a relay of the test's own, wh
 connection and refuse new ones, as a killed server does, without touching the server itself. The
 driver's own reconnection is pushed two minutes out, so only the librarian's recovery can be what
 makes the next request work.
+
+The relay can also cut one request, or its reply, with its connection: an upload's row insert
+whose outcome the librarian cannot know from the driver, and reads back instead.
 """
 
 from __future__ import annotations
