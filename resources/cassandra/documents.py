@@ -295,12 +295,11 @@ class CassandraDocumentStore:
             try:
                 rows = list(self.c.execute(self._get, (meta.workspace, meta.id), what, consistency="LOCAL_SERIAL"))
                 break
-            except StorageUnavailable as e:  # the driver may need a moment to reconnect
-                if pause is None:
+            except LibrarianError as e:
+                # An outage is read again (the driver may need a moment to reconnect); the rest not.
+                if pause is None or not isinstance(e, StorageUnavailable):
                     raise OutcomeUnknown(f"{lost}; reading it back failed too: {e}") from None
                 time.sleep(pause)
-            except LibrarianError as e:
-                raise OutcomeUnknown(f"{lost}; reading it back failed too: {e}") from None
         if not rows:
             raise lost
         return rows[0].object_id == meta.object_id
