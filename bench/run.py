@@ -28,7 +28,8 @@ on the system-wide monotonic clock, its peak RSS read with os.wait4:
   embedded librarian, and into its s3 destination on the same MinIO against the graph on MinIO +
   Cassandra, fresh processes, on the corpus and the small documents, with what each side stored.
 - cpu_per_document_ms: CPU-seconds from /proc (bench.cpu) per small document: the graph worker's
-  process tree, bare partition(), Cassandra's JVM and MinIO apart; embedded_small: the small
+  process tree (on MinIO + Cassandra, and graph_embedded_* on the embedded librarian), bare
+  partition(), Cassandra's JVM and MinIO apart; embedded_small: the small
   documents on the embedded librarian; cluster_capacity: python -m bench.cluster's latest figures.
 
 Targets: graph_s / raw_warm_s <= 1.25; upload_to_triples_s / cold_partition_s <= 1.5; large-PDF
@@ -434,6 +435,7 @@ def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
         "ingest_sqlite": [],
         "ingest_s3": [],
         "sequential": [],
+        "sequential_embedded": [],
     }
     for round_ in range(1, args.repeat + 1):
         suffix = f" (round {round_}/{args.repeat})" if args.repeat > 1 else ""
@@ -443,6 +445,12 @@ def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
         )
         log(f"small documents: the graph, one document parsed and one stored at a time (CPU per document){suffix}")
         samples["sequential"].append(graph_run(sequential, footprint, keys, warmup, f"sq{round_}"))
+        if args.like_for_like:
+            # The same on the embedded librarian: no server's threads share the cores or preempt
+            # the parse, and no Cassandra or S3 client runs in the step.
+            log(f"small documents: the same on the embedded librarian (CPU per document){suffix}")
+            home = workdir / f"small-embedded-sequential-{round_}"
+            samples["sequential_embedded"].append(graph_run(sequential, footprint, keys, warmup, f"qe{round_}", home))
         for name, runner in runners.items():
             log(f"small documents: the graph over {len(keys)} partitions, parse workers {name}{suffix}")
             samples[name].append(graph_run(runner, footprint, keys, warmup, f"s{name[0]}{round_}"))
@@ -609,8 +617,10 @@ def cpu_per_document(samples: dict, name_to_key: dict) -> dict:
     Cassandra, one document parsed and one stored at a time, document by document (else with one
     parse worker); bare partition() per file; Cassandra's JVM and MinIO over the same graph run,
     per document and per quad (medians of the rounds); graph_mean: the run's CPU over its
-    documents with one parse worker and the default store workers."""
+    documents with one parse worker and the default store workers; graph_embedded_*: the same
+    sequential measurement on the embedded librarian."""
     runs = samples.get("sequential") or samples["1worker"]
+    embedded_runs = samples.get("sequential_embedded") or []
     graph = per_document_medians([s["corpus"].get("document_cpu_s", {}) for s in runs])
     bare = per_document_medians(
         [{name_to_key.get(f["file"], f["file"]): f.get("cpu_s") for f in s["files"]} for s in samples["raw"]]
@@ -626,20 +636,20 @@ def cpu_per_document(samples: dict, name_to_key: dict) -> dict:
             values.append(1000 * spent / count if spent is not None and count else None)
         return report.median(values)
 
-    embedded = per_document_medians(
-        [s["corpus"].get("document_cpu_s", {}) for s in samples.get("embedded_1worker", [])]
-    )
+    def per_document_ms(key: str, of: list[dict] = runs) -> list[float]:
+        return [1000 * v for v in per_document_medians([s["corpus"].get(key, {}) for s in of]).values()]
 
-    def per_document_ms(key: str) -> list[float]:
-        return [1000 * v for v in per_document_medians([s["corpus"].get(key, {}) for s in runs]).values()]
-
-    def median_ms(key: str) -> float | None:
-        values = per_document_ms(key)
+    def median_ms(key: str, of: list[dict] = runs) -> float | None:
+        values = per_document_ms(key, of)
         return report.median(values) if values else None
 
-    def mean_ms(key: str) -> float | None:
+    def p95_ms(key: str, of: list[dict] = runs) -> float | None:
+        values = per_document_ms(key, of)
+        return report.percentile(values, 0.95) if values else None
+
+    def mean_ms(key: str, of: list[dict] = runs) -> float | None:
         # /proc counts 10 ms ticks: a document's share is coarse, the mean over documents is not
-        values = per_document_ms(key)
+        values = per_document_ms(key, of)
         return sum(values) / len(values) if values else None
 
     out = {
@@ -673,15 +683,22 @@ def cpu_per_document(samples: dict, name_to_key: dict) -> dict:
         "graph_parse_median": median_ms("document_parse_cpu_s"),
         "graph_step_mean": mean_ms("document_step_cpu_s"),
         "graph_parse_mean": mean_ms("document_parse_cpu_s"),
-        "graph_embedded_median": report.median([1000 * v for v in embedded.values()]) if embedded else None,
-        "graph_embedded_p95": report.percentile([1000 * v for v in embedded.values()], 0.95) if embedded else None,
+        # The same measurement on the embedded librarian (one parsed and one stored at a time too):
+        # what the graph costs where no server shares the cores and no database client runs.
+        "graph_embedded_median": median_ms("document_cpu_s", embedded_runs),
+        "graph_embedded_p95": p95_ms("document_cpu_s", embedded_runs),
+        "graph_embedded_step_median": median_ms("document_step_cpu_s", embedded_runs),
+        "graph_embedded_parse_median": median_ms("document_parse_cpu_s", embedded_runs),
+        "graph_embedded_step_mean": mean_ms("document_step_cpu_s", embedded_runs),
+        "graph_embedded_parse_mean": mean_ms("document_parse_cpu_s", embedded_runs),
     }
-    out["graph_over_bare_median"] = (
-        out["graph_median"] - out["bare_median"] if None not in (out["graph_median"], out["bare_median"]) else None
-    )
-    out["graph_over_bare_p95"] = (
-        out["graph_p95"] - out["bare_p95"] if None not in (out["graph_p95"], out["bare_p95"]) else None
-    )
+    for graph_key, bare_key, key in (
+        ("graph_median", "bare_median", "graph_over_bare_median"),
+        ("graph_p95", "bare_p95", "graph_over_bare_p95"),
+        ("graph_embedded_median", "bare_median", "graph_embedded_over_bare_median"),
+        ("graph_embedded_p95", "bare_p95", "graph_embedded_over_bare_p95"),
+    ):
+        out[key] = out[graph_key] - out[bare_key] if None not in (out[graph_key], out[bare_key]) else None
     return out
 
 

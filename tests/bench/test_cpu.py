@@ -262,3 +262,38 @@ def test_cpu_per_document_reports_the_step_process_and_its_parses_apart():
     assert out["graph_step_mean"] == pytest.approx(160.0 / 3)
     assert out["graph_parse_median"] == pytest.approx(50.0)
     assert out["graph_parse_mean"] == pytest.approx(400.0 / 3)
+
+
+def test_cpu_per_document_measures_the_embedded_librarian_the_same_way():
+    from bench.run import cpu_per_document
+
+    def graph(step, parse):
+        total = {d: step[d] + parse[d] for d in step}
+        corpus = {"document_cpu_s": total, "document_step_cpu_s": step, "document_parse_cpu_s": parse}
+        return {"corpus": {**corpus, "documents": 3, "triples": 300, "cpu_s": 0.6}, "servers_cpu_s": {}}
+
+    raw = {"files": [{"file": d, "cpu_s": 0.04} for d in ("a", "b", "c")]}
+    samples = {
+        "raw": [raw],
+        "sequential": [graph({"a": 0.03, "b": 0.03, "c": 0.10}, {"a": 0.05, "b": 0.05, "c": 0.30})],
+        "sequential_embedded": [graph({"a": 0.01, "b": 0.02, "c": 0.04}, {"a": 0.04, "b": 0.05, "c": 0.30})],
+        "1worker": [],
+        # four stored at once: ends bunch up, so its intervals are not documents' (never used here)
+        "embedded_1worker": [graph({"a": 0.0, "b": 0.0, "c": 0.2}, {"a": 0.0, "b": 0.0, "c": 0.2})],
+    }
+    out = cpu_per_document(samples, {d: d for d in ("a", "b", "c")})
+    assert out["graph_median"] == pytest.approx(80.0)
+    assert out["graph_embedded_median"] == pytest.approx(70.0)  # a 50, b 70, c 340 ms
+    assert out["graph_embedded_over_bare_median"] == pytest.approx(30.0)
+    assert out["graph_embedded_step_median"] == pytest.approx(20.0)
+    assert out["graph_embedded_parse_median"] == pytest.approx(50.0)
+    assert out["graph_embedded_step_mean"] == pytest.approx(70.0 / 3)
+
+
+def test_cpu_per_document_has_no_embedded_figures_without_its_run():
+    from bench.run import cpu_per_document
+
+    raw = {"files": [{"file": "a", "cpu_s": 0.04}]}
+    run = {"corpus": {"document_cpu_s": {"a": 0.05}, "documents": 1, "cpu_s": 0.05}, "servers_cpu_s": {}}
+    out = cpu_per_document({"raw": [raw], "sequential": [run], "1worker": [run]}, {"a": "a"})
+    assert out["graph_embedded_median"] is None and out["graph_embedded_over_bare_median"] is None
