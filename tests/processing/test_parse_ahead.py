@@ -134,6 +134,32 @@ def test_a_batch_reads_each_documents_row_generation_and_ledger_entry_once(lib, 
     assert set(reads) == {("get_metadata", "alone"), ("get_generation", "alone"), ("get_failure", "alone")}
 
 
+def test_a_batch_detects_each_documents_kind_once(lib, monkeypatch):
+    """The kind parse-ahead detected for the parse is the attempt's: the same head and row give the
+    same kind, and libmagic is not asked twice. Without a batch the attempt detects it itself."""
+    keys = [f"note-{n}" for n in range(3)]
+    for n, key in enumerate(keys):
+        lib.add_document(key, detect.MARKDOWN, docgen.markdown() + f"\n\nNote {n}.\n".encode(), title=f"{key}.md")
+    asked: list[str | None] = []
+    real = detect.detect_mime
+    monkeypatch.setattr(
+        detect, "detect_mime", lambda data, *a, **k: asked.append(a[0] if a else None) or real(data, *a, **k)
+    )
+    ahead = ParseAhead(lib, CONFIG, unstructured_version(), workers=2)
+    try:
+        for key in ahead.in_completion_order(keys):
+            outcome = process_document(lib, key, CONFIG, ahead=ahead)
+            assert outcome.results["document"].metadata["mime_type"] == detect.MARKDOWN
+            ahead.release(key)
+    finally:
+        ahead.close()
+    assert sorted(asked) == sorted(f"{key}.md" for key in keys)  # once each, for the parse
+    asked.clear()
+    lib.add_document("alone", detect.MARKDOWN, docgen.markdown(), title="alone.md")
+    assert process_document(lib, "alone", CONFIG).results["document"].metadata["mime_type"] == detect.MARKDOWN
+    assert asked == ["alone.md"]
+
+
 def test_a_batch_of_web_pages_warms_their_parsers_and_not_every_formats(tmp_path):
     """A sensor's batch of new uploads waits for its kinds' parsers only (PDF's import alone is
     4-5 s); a kind the rows do not declare is imported by the parse that meets it."""

@@ -25,6 +25,8 @@ class Read(Protocol):
     def head(self) -> bytes: ...
     @property
     def generation(self) -> Generation | None: ...
+    @property
+    def mime_type(self) -> str | None: ...  # the kind detected from this head and row, if it was
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class _Reading:
     meta: DocumentMetadata
     head: bytes
     generation: Generation | None
+    mime_type: str | None = None
 
 
 def _read_source(librarian: Librarian, document_id: str) -> Read:
@@ -60,7 +63,14 @@ def open_attempt(
     found = read if read is not None else _read_source(librarian, document_id)
     meta = found.meta
     info = describe_document(
-        found.head, document_id, config, filename=meta.title, declared_kind=meta.kind, title=meta.title, version=version
+        found.head,
+        document_id,
+        config,
+        filename=meta.title,
+        declared_kind=meta.kind,
+        title=meta.title,
+        version=version,
+        mime=found.mime_type,
     )
     # The fingerprint covers the whole content: use the librarian's hash of all of it.
     info.sha256, info.size = meta.sha256, meta.size

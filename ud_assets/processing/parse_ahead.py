@@ -43,6 +43,7 @@ class Looked:
     head: bytes
     generation: Generation | None
     failure: Failure | None
+    mime_type: str  # detected from head and the row, as the attempt would detect it
 
 
 @dataclass(frozen=True)
@@ -218,7 +219,7 @@ class ParseAhead:
         if not self.force:
             records = self._records.pop(document_id, None)
             failure, generation = records or (lib.get_failure(document_id), lib.get_generation(document_id))
-            self._looked[document_id] = Looked(meta, head[:DETECTION_BYTES], generation, failure)
+            self._looked[document_id] = Looked(meta, head[:DETECTION_BYTES], generation, failure, info.mime_type)
             if deterministic_failure_of(failure, fingerprint) is not None:
                 return None
             if is_current(lib, document_id, fingerprint, generation):
