@@ -239,20 +239,22 @@ def test_cpu_per_document_takes_the_sequential_run_and_counts_the_servers_apart(
     assert out["graph_step_median"] is None  # no split in these samples
 
 
+def _split_run(step: dict, parse: dict) -> dict:
+    """A sequential graph run's sample over documents a, b, c, its CPU split into step and parses."""
+    total = {d: step[d] + parse[d] for d in step}
+    corpus = {"document_cpu_s": total, "document_step_cpu_s": step, "document_parse_cpu_s": parse}
+    return {"corpus": {**corpus, "documents": 3, "triples": 300, "cpu_s": 0.6}, "servers_cpu_s": {}}
+
+
 def test_cpu_per_document_reports_the_step_process_and_its_parses_apart():
     from bench.run import cpu_per_document
-
-    def graph(step, parse):
-        total = {d: step[d] + parse[d] for d in step}
-        corpus = {"document_cpu_s": total, "document_step_cpu_s": step, "document_parse_cpu_s": parse}
-        return {"corpus": {**corpus, "documents": 3, "triples": 300, "cpu_s": 0.6}, "servers_cpu_s": {}}
 
     raw = {"files": [{"file": d, "cpu_s": 0.04} for d in ("a", "b", "c")]}
     samples = {
         "raw": [raw],
         "sequential": [
-            graph({"a": 0.02, "b": 0.03, "c": 0.10}, {"a": 0.05, "b": 0.04, "c": 0.30}),
-            graph({"a": 0.04, "b": 0.03, "c": 0.10}, {"a": 0.05, "b": 0.06, "c": 0.30}),
+            _split_run({"a": 0.02, "b": 0.03, "c": 0.10}, {"a": 0.05, "b": 0.04, "c": 0.30}),
+            _split_run({"a": 0.04, "b": 0.03, "c": 0.10}, {"a": 0.05, "b": 0.06, "c": 0.30}),
         ],
         "1worker": [],
     }
@@ -267,19 +269,14 @@ def test_cpu_per_document_reports_the_step_process_and_its_parses_apart():
 def test_cpu_per_document_measures_the_embedded_librarian_the_same_way():
     from bench.run import cpu_per_document
 
-    def graph(step, parse):
-        total = {d: step[d] + parse[d] for d in step}
-        corpus = {"document_cpu_s": total, "document_step_cpu_s": step, "document_parse_cpu_s": parse}
-        return {"corpus": {**corpus, "documents": 3, "triples": 300, "cpu_s": 0.6}, "servers_cpu_s": {}}
-
     raw = {"files": [{"file": d, "cpu_s": 0.04} for d in ("a", "b", "c")]}
     samples = {
         "raw": [raw],
-        "sequential": [graph({"a": 0.03, "b": 0.03, "c": 0.10}, {"a": 0.05, "b": 0.05, "c": 0.30})],
-        "sequential_embedded": [graph({"a": 0.01, "b": 0.02, "c": 0.04}, {"a": 0.04, "b": 0.05, "c": 0.30})],
+        "sequential": [_split_run({"a": 0.03, "b": 0.03, "c": 0.10}, {"a": 0.05, "b": 0.05, "c": 0.30})],
+        "sequential_embedded": [_split_run({"a": 0.01, "b": 0.02, "c": 0.04}, {"a": 0.04, "b": 0.05, "c": 0.30})],
         "1worker": [],
         # four stored at once: ends bunch up, so its intervals are not documents' (never used here)
-        "embedded_1worker": [graph({"a": 0.0, "b": 0.0, "c": 0.2}, {"a": 0.0, "b": 0.0, "c": 0.2})],
+        "embedded_1worker": [_split_run({"a": 0.0, "b": 0.0, "c": 0.2}, {"a": 0.0, "b": 0.0, "c": 0.2})],
     }
     out = cpu_per_document(samples, {d: d for d in ("a", "b", "c")})
     assert out["graph_median"] == pytest.approx(80.0)
