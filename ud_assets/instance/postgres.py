@@ -1,6 +1,7 @@
-"""Dagster's PostgreSQL event log, keeping its connections: the cluster's per-event cost.
+"""Dagster's PostgreSQL storage, keeping its connections: the cluster's per-event cost.
 
-dagster-postgres opens a new connection for every event it stores (its engine uses NullPool, "to
+dagster-postgres opens a new connection for every event it stores, and for every read or write
+of its run and schedule storage (its engine uses NullPool, "to
 prevent accumulating connections per DagsterInstance"). On PostgreSQL that is a server process
 forked and a SCRAM-SHA-256 handshake (4,096 PBKDF2 rounds on each side) per event. Measured on
 this project's PostgreSQL 15 (scripts/cluster), storing 300 materializations one at a time:
@@ -11,11 +12,11 @@ this project's PostgreSQL 15 (scripts/cluster), storing 300 materializations one
 A small document is a dozen events (six planned materializations, six materializations), so the
 connections were most of PostgreSQL's CPU per document, which was the cluster's first ceiling.
 
-This storage is dagster-postgres's, same schema and same queries, with a small pool instead:
-`POOL_SIZE` connections kept, up to `MAX_OVERFLOW` more while threads of one process write at
+These storages are dagster-postgres's, same schema and same queries, each with a small pool
+instead: `POOL_SIZE` connections kept, up to `MAX_OVERFLOW` more while threads of one process use it at
 once (those are closed when returned). Each checkout pings the connection first (pool_pre_ping: a
 round trip, 0.1-0.2 ms), so a PostgreSQL restart or failover costs a reconnect, not a run. The
-webserver still swaps in its own pool (optimize_for_webserver), as with dagster-postgres.
+webserver still swaps in its own pools (optimize_for_webserver), as with dagster-postgres.
 
 A kept connection must not be used, or closed, by a process forked from its owner: the decoding
 children are forked from the step process. They never touch the instance and leave with os._exit;
@@ -32,16 +33,23 @@ from typing import Any
 
 from dagster._serdes import ConfigurableClassData
 from dagster_postgres.event_log import PostgresEventLogStorage
+from dagster_postgres.run_storage import PostgresRunStorage
+from dagster_postgres.schedule_storage import PostgresScheduleStorage
 from dagster_postgres.utils import create_pg_engine, get_token_provider_from_config, pg_url_from_config
 from sqlalchemy.engine import Engine
 
 POOL_SIZE = 2  # the step's main thread and one store thread write events at once, now and then
-MAX_OVERFLOW = 8
+# More connections while more threads of a process use one storage, closed when returned: with
+# three storages a process, 16 workers and Dagster's daemons stay within max_connections (200).
+MAX_OVERFLOW = 4
 _ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()  # this process's pooled engines
 
 
-class PooledPostgresEventLogStorage(PostgresEventLogStorage):
-    """dagster-postgres's event log storage with its connections kept (see the module)."""
+class _KeptConnections:
+    """dagster-postgres's storage classes take the same arguments and keep their engine in
+    `_engine`: this one replaces it with pooled_engine's once the storage is set up."""
+
+    _engine: Engine
 
     def __init__(
         self,
@@ -50,15 +58,13 @@ class PooledPostgresEventLogStorage(PostgresEventLogStorage):
         inst_data: ConfigurableClassData | None = None,
         token_provider: Any = None,
     ):
-        super().__init__(postgres_url, should_autocreate_tables, inst_data, token_provider)
+        super().__init__(postgres_url, should_autocreate_tables, inst_data, token_provider)  # type: ignore[call-arg]
         nullpool = self._engine
         self._engine = pooled_engine(postgres_url, token_provider)
         nullpool.dispose()
 
     @classmethod
-    def from_config_value(
-        cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, Any]
-    ) -> PooledPostgresEventLogStorage:
+    def from_config_value(cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, Any]) -> Any:
         return cls(
             inst_data=inst_data,
             postgres_url=pg_url_from_config(config_value),
@@ -67,8 +73,21 @@ class PooledPostgresEventLogStorage(PostgresEventLogStorage):
         )
 
     def dispose(self) -> None:
-        super().dispose()
+        super().dispose()  # type: ignore[misc]
         self._engine.dispose()
+
+
+class PooledPostgresEventLogStorage(_KeptConnections, PostgresEventLogStorage):
+    """dagster-postgres's event log storage with its connections kept: a dozen events a document."""
+
+
+class PooledPostgresRunStorage(_KeptConnections, PostgresRunStorage):
+    """dagster-postgres's run storage with its connections kept: the daemon polls it every few
+    seconds, and each run step reads and updates its run."""
+
+
+class PooledPostgresScheduleStorage(_KeptConnections, PostgresScheduleStorage):
+    """dagster-postgres's schedule storage with its connections kept: every sensor tick."""
 
 
 def pooled_engine(postgres_url: str, token_provider: Any = None) -> Engine:

@@ -1,6 +1,6 @@
-"""Run by test_event_log.py as a process of its own, in the cluster's environment (DAGSTER_HOME of
-make cluster-up): stores events through the deployment's instance as a run worker does, and prints
-what it saw as JSON. Usage: python -m tests.cluster.event_log_probe TAG EVENTS"""
+"""Run by test_dagster_storage.py as a process of its own, in the cluster's environment (DAGSTER_HOME of
+make cluster-up): stores events and reads runs and sensor states through the deployment's instance,
+as a run worker and the daemon do, and prints what it saw as JSON. Usage: python -m tests.cluster.dagster_storage_probe TAG EVENTS"""
 
 from __future__ import annotations
 
@@ -21,6 +21,10 @@ def main(tag: str, events: int) -> dict:
     storage = instance.event_log_storage
     opened: list[int] = []
     event.listen(storage._engine, "connect", lambda *_: opened.append(os.getpid()))
+    others = {"runs": instance.run_storage, "schedules": instance.schedule_storage}
+    others_opened: dict[str, list[int]] = {name: [] for name in others}
+    for name, other in others.items():
+        event.listen(other._engine, "connect", lambda *_, name=name: others_opened[name].append(os.getpid()))
     key = dg.AssetKey(["ud_test", tag, "probe"])
 
     def store(partition: str) -> None:
@@ -32,7 +36,14 @@ def main(tag: str, events: int) -> dict:
 
     for i in range(events):
         store(f"p{i}")
-    out: dict = {"storage": type(storage).__name__, "connections_for_events": len(opened)}
+    for _ in range(events):  # what the daemon does on every tick, and a run worker on every step
+        instance.get_runs(limit=1)
+        instance.all_instigator_state()
+    out: dict = {
+        "storages": sorted(type(s).__name__ for s in (storage, *others.values())),
+        "connections_for_events": len(opened),
+        "connections_for_reads": {name: len(pids) for name, pids in others_opened.items()},
+    }
 
     # A forked child writes while its parent does, then collects its garbage: each through a
     # connection of its own, and the parent's session survives the child.
