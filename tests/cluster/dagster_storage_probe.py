@@ -1,6 +1,9 @@
-"""Run by test_dagster_storage.py as a process of its own, in the cluster's environment (DAGSTER_HOME of
-make cluster-up): stores events and reads runs and sensor states through the deployment's instance,
-as a run worker and the daemon do, and prints what it saw as JSON. Usage: python -m tests.cluster.dagster_storage_probe TAG EVENTS"""
+"""Run by test_dagster_storage.py as a process of its own, in the cluster's environment
+(DAGSTER_HOME of make cluster-up): stores events and reads runs and sensor states through the
+deployment's instance, as a run worker and the daemon do, and prints what it saw as JSON.
+
+    python -m tests.cluster.dagster_storage_probe TAG EVENTS
+"""
 
 from __future__ import annotations
 

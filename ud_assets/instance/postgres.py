@@ -1,10 +1,10 @@
 """Dagster's PostgreSQL storage, keeping its connections: the cluster's per-event cost.
 
 dagster-postgres opens a new connection for every event it stores, and for every read or write
-of its run and schedule storage (its engine uses NullPool, "to
-prevent accumulating connections per DagsterInstance"). On PostgreSQL that is a server process
-forked and a SCRAM-SHA-256 handshake (4,096 PBKDF2 rounds on each side) per event. Measured on
-this project's PostgreSQL 15 (scripts/cluster), storing 300 materializations one at a time:
+of its run and schedule storage (its engines use NullPool, "to prevent accumulating connections
+per DagsterInstance"). On PostgreSQL that is a server process forked and a SCRAM-SHA-256
+handshake (4,096 PBKDF2 rounds on each side) each time. Measured on this project's PostgreSQL 15
+(scripts/cluster), storing 300 materializations one at a time:
 
     NullPool (dagster-postgres)   PostgreSQL 10.5-13.5 ms, the writer 7.4-9.2 ms of CPU an event
     kept connections (here)       PostgreSQL  0.8-0.9 ms, the writer 1.7-2.0 ms
@@ -13,8 +13,8 @@ A small document is a dozen events (six planned materializations, six materializ
 connections were most of PostgreSQL's CPU per document, which was the cluster's first ceiling.
 
 These storages are dagster-postgres's, same schema and same queries, each with a small pool
-instead: `POOL_SIZE` connections kept, up to `MAX_OVERFLOW` more while threads of one process use it at
-once (those are closed when returned). Each checkout pings the connection first (pool_pre_ping: a
+instead: `POOL_SIZE` connections kept, up to `MAX_OVERFLOW` more while threads of one process use
+it at once (those are closed when returned). Each checkout pings the connection first (pool_pre_ping: a
 round trip, 0.1-0.2 ms), so a PostgreSQL restart or failover costs a reconnect, not a run. The
 webserver still swaps in its own pools (optimize_for_webserver), as with dagster-postgres.
 
@@ -39,8 +39,8 @@ from dagster_postgres.utils import create_pg_engine, get_token_provider_from_con
 from sqlalchemy.engine import Engine
 
 POOL_SIZE = 2  # the step's main thread and one store thread write events at once, now and then
-# More connections while more threads of a process use one storage, closed when returned: with
-# three storages a process, 16 workers and Dagster's daemons stay within max_connections (200).
+# More while more threads of a process use one storage at once, closed when returned. Kept: 2 a
+# storage, 3 storages a process, so 16 workers keep about 100 of scripts/cluster's 200.
 MAX_OVERFLOW = 4
 _ENGINES: weakref.WeakSet[Engine] = weakref.WeakSet()  # this process's pooled engines
 
