@@ -169,6 +169,16 @@ dagster_home() {
   fi
 }
 
+# The librarian's bucket, keyspaces and tables, created by one process before the Dagster parts
+# start (`ud librarian init`, idempotent). A new three-node cluster took 30-60 s a DDL when the
+# tests, the code server's first sensor tick and the workers all created them at once (CI on 8021ab9).
+librarian_init() {
+  dagster_env
+  env "${DAGSTER_ENV[@]}" "$UD_VENV/bin/ud" librarian init >"$DAGSTER_RUN/librarian-init.log" 2>&1 ||
+    { log_tail "$DAGSTER_RUN/librarian-init.log" 30; die "ud librarian init failed"; }
+  clog "$(tail -n 1 "$DAGSTER_RUN/librarian-init.log")"
+}
+
 # Sets PART_CMD, PART_MARKER (a part of its command line only this clone's process has),
 # PART_LOG and PART_PID for a Dagster part: code-server, webserver, daemon, workerN.
 dagster_part_spec() {

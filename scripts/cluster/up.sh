@@ -92,6 +92,7 @@ for ((n = 1; n <= count; n++)); do [[ "${node_state[n]}" == ready ]] || all_read
 
 # --- Dagster --------------------------------------------------------------------------------
 dagster_home
+librarian_init
 dagster_part code-server
 dagster_part webserver
 dagster_part daemon

@@ -69,6 +69,35 @@ def test_add_list_show_rm(env, tmp_path, capsys):
     assert [d["id"] for d in json.loads(capsys.readouterr().out)] == [new_id]
 
 
+def storage_exists(settings, request) -> bool:
+    """Whether the storage of these settings' workspace is there, read without the librarian."""
+    if settings.backend == "embedded":
+        import os
+
+        return os.path.isdir(settings.home) and any(os.scandir(settings.home))
+    from resources.cassandra.triples import keyspace_for
+
+    rows = request.getfixturevalue("cassandra_run").connection.execute(
+        "SELECT keyspace_name FROM system_schema.keyspaces WHERE keyspace_name = ?", (keyspace_for(settings.workspace),)
+    )
+    return bool(list(rows))
+
+
+def test_init_creates_the_storage_once_and_keeps_what_is_stored(env, tmp_path, capsys, request):
+    assert not storage_exists(env, request)
+    assert ud("librarian", "init") == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"librarian ready: workspace {env.workspace!r}, ") and out.count("\n") == 1, out
+    assert storage_exists(env, request)
+    f = tmp_path / "report.pdf"
+    f.write_bytes(PDF)
+    assert ud("librarian", "add", str(f), "--id", "doc-a") == 0
+    assert ud("librarian", "init") == 0  # again, as every make cluster-up does
+    capsys.readouterr()
+    assert ud("librarian", "list") == 0
+    assert capsys.readouterr().out.startswith("doc-a\t")
+
+
 def test_kind_flag_wins(env, tmp_path, capsys):
     f = tmp_path / "notes.bin"
     f.write_bytes(PDF)

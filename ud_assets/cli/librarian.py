@@ -22,8 +22,19 @@ def add_librarian_parser(subparsers) -> argparse.ArgumentParser:
 
     parser = subparsers.add_parser("librarian", help="add, list, show and remove documents in the librarian")
     commands = parser.add_subparsers(
-        dest="librarian_command", required=True, metavar="{add,import,list,show,rm,process,unprocess}"
+        dest="librarian_command", required=True, metavar="{init,add,import,list,show,rm,process,unprocess}"
     )
+
+    init = commands.add_parser(
+        "init",
+        parents=[common],
+        help="create the librarian's storage if missing (bucket, keyspaces, tables); prints where it is",
+        description="Create what the librarian stores into, if missing: the bucket, the librarian keyspace and "
+        "the workspace's triple keyspace with their tables (or the embedded librarian's files). Every other "
+        "command does this on first use; a deployment runs it once before its processes start, so that they "
+        "do not all change the schema of a new Cassandra cluster at once.",
+    )
+    init.set_defaults(handler=cmd_init)
 
     add = commands.add_parser("add", parents=[common], help="store a file as a source document; prints its id")
     add.add_argument("file", metavar="FILE")
@@ -137,6 +148,14 @@ def _detect_kind(path: str) -> str:
     from ud_assets.decoding.detect import detect_mime
 
     return detect_mime(head, filename=os.path.basename(path))
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    def action(librarian) -> int:
+        print(f"librarian ready: workspace {librarian.workspace!r}, {librarian.description}")
+        return 0
+
+    return _run(args, action)
 
 
 def cmd_add(args: argparse.Namespace) -> int:

@@ -49,6 +49,9 @@ class Relay:
         self._down_after_cut = False
         self._cut_replies: set[socket.socket] = set()  # servers whose next reply is dropped
         self.cuts = 0
+        self._hold: tuple[bytes, float, int] | None = None  # armed by hold_reply
+        self._held_replies: dict[socket.socket, float] = {}  # servers whose next reply waits
+        self.holds = 0
 
     def up(self) -> None:
         listener = socket.socket()
@@ -82,9 +85,22 @@ class Relay:
         goes down as it cuts the reply, as a server killed at that moment."""
         self._cut, self._down_after_cut = what, then_down
 
+    def hold_reply(self, marker: bytes, seconds: float, times: int = 1) -> None:
+        """The replies to the next `times` requests carrying `marker` reach the client `seconds`
+        late each, as from a server that busy (the requests go through at once). A held reply
+        holds up those behind it on its connection, as a server's replies come in order."""
+        self._hold = (marker, seconds, times)
+
     def _pump(self, source: socket.socket, sink: socket.socket, requests: bool) -> None:
         try:
             while data := source.recv(65536):
+                if requests and self._hold and self._hold[0] in data:
+                    marker, seconds, times = self._hold
+                    self._held_replies[sink] = seconds
+                    self._hold = (marker, seconds, times - 1) if times > 1 else None
+                if not requests and source in self._held_replies:
+                    self.holds += 1
+                    time.sleep(self._held_replies.pop(source))
                 # Only an EXECUTE (a prepared statement's request) is cut: the control connection's
                 # own queries (metadata refreshed after a schema change) go on as they come.
                 execute = requests and len(data) > 4 and data[4] == EXECUTE
@@ -224,6 +240,21 @@ def test_a_dead_control_connection_does_not_stop_a_schema_repair(cassandra_run, 
     connection.repair_schema()
     store.insert([quad(2)])
     assert {q.s for q in store.query()} == {"urn:s1", "urn:s2"}
+
+
+def test_a_schema_statement_that_times_out_twice_is_sent_again(cassandra_run, relay, connection):
+    """A fresh multi-node cluster under several clients' schema changes took 30-60 s a DDL (CI on
+    8021ab9): a DDL that timed out is not a failure while the server still answers. One timeout
+    was always sent again (through any node); a second one failed the schema. It is idempotent,
+    so all of it goes again."""
+    workspace = cassandra_run.new_workspace()
+    # Each held reply comes after its request gave up (3 s); the third request's comes in time.
+    connection.ddl_timeout = 3.0
+    relay.hold_reply(f'CREATE KEYSPACE IF NOT EXISTS "{keyspace_for(workspace)}"'.encode(), seconds=3.5, times=2)
+    store = CassandraTripleStore(connection, workspace)  # creates its keyspace and tables
+    assert relay.holds == 2
+    store.insert([quad(1)])
+    assert store.query() == [quad(1)]
 
 
 # -- an upload whose request or reply is lost with its connection ---------------------------------
