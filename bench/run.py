@@ -631,7 +631,8 @@ def cpu_per_document(samples: dict, name_to_key: dict) -> dict:
     def server(part: str, per: str) -> float | None:
         values = []
         for s in runs:
-            spent = s.get("servers_cpu_s", {}).get(part)
+            # the run's own window when the worker read it (not its warm-up run, nor the counts after)
+            spent = (s["corpus"].get("servers_cpu_s") or s.get("servers_cpu_s", {})).get(part)
             count = s["corpus"].get("documents") if per == "document" else s["corpus"].get("triples")
             values.append(1000 * spent / count if spent is not None and count else None)
         return report.median(values)

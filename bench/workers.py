@@ -173,10 +173,17 @@ def _execute(workspace: str, bucket: str, keys: list[str], dagster_instance, hom
     from ud_assets.defs.partitions import documents_partitions
 
     started, clock_started = time.monotonic(), time.time()
+    from bench import cpu
+
     _defs, job, resource_ = _job_and_resource(workspace, bucket, home)
     dagster_instance.add_dynamic_partitions(documents_partitions.name, keys)
+    # The servers' CPU over this run alone: the parent's reading spans the whole worker (its
+    # warm-up run, and the reads below that count what was stored).
+    servers = cpu.service_pids()
+    servers_before = cpu.snapshot(servers)
     result = job.execute_in_process(instance=dagster_instance, tags=range_tags(keys), raise_on_error=False)
     done, clock_done = time.monotonic(), time.time()
+    servers_cpu_s = cpu.delta(servers_before, cpu.snapshot(servers))
     step_start, ends = document_ends(dagster_instance, result.run_id)
     lib = resource_.get()
     decoded = [k for k in keys if lib.get_generation(k) is not None]
@@ -215,6 +222,7 @@ def _execute(workspace: str, bucket: str, keys: list[str], dagster_instance, hom
         "clock_done": clock_done,
         "step_started": step_start,
         "document_ends": ends,
+        "servers_cpu_s": servers_cpu_s,
         "stored": stored(lib),
     }
 

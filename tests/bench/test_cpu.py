@@ -210,6 +210,24 @@ def test_attach_cpu_turns_the_parents_samples_into_the_runs_and_each_documents_c
     assert "document_step_cpu_s" not in sample["corpus"]  # no split without the root's own samples
 
 
+def test_the_servers_cpu_per_document_is_the_runs_own_window_when_the_worker_read_it():
+    """The parent's reading spans the worker's warm-up run and the counts after the run; the
+    worker's own reading (corpus.servers_cpu_s) spans the run alone, and wins."""
+    from bench.run import cpu_per_document
+
+    run = {
+        "corpus": {"document_cpu_s": {"a.txt": 0.05}, "documents": 2, "triples": 100, "cpu_s": 0.1},
+        "servers_cpu_s": {"cassandra": 0.5, "minio": 0.1},  # the whole worker
+    }
+    windowed = {**run, "corpus": {**run["corpus"], "servers_cpu_s": {"cassandra": 0.3, "minio": 0.04}}}
+    samples = {"raw": [{"files": [{"file": "a.txt", "cpu_s": 0.03}]}], "1worker": [run]}
+    whole = cpu_per_document({**samples, "sequential": [run]}, {"a.txt": "a.txt"})
+    own = cpu_per_document({**samples, "sequential": [windowed]}, {"a.txt": "a.txt"})
+    assert whole["cassandra_median"] == pytest.approx(250.0) and whole["minio_median"] == pytest.approx(50.0)
+    assert own["cassandra_median"] == pytest.approx(150.0) and own["minio_median"] == pytest.approx(20.0)
+    assert own["cassandra_per_quad"] == pytest.approx(3.0)
+
+
 def test_cpu_per_document_takes_the_sequential_run_and_counts_the_servers_apart():
     from bench.run import cpu_per_document
 
