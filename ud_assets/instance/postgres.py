@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import weakref
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 from dagster._serdes import ConfigurableClassData
 from dagster_postgres.event_log import PostgresEventLogStorage
@@ -64,7 +64,7 @@ class _KeptConnections:
         nullpool.dispose()
 
     @classmethod
-    def from_config_value(cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, Any]) -> Any:
+    def from_config_value(cls, inst_data: ConfigurableClassData | None, config_value: Mapping[str, Any]) -> Self:
         return cls(
             inst_data=inst_data,
             postgres_url=pg_url_from_config(config_value),
