@@ -170,17 +170,17 @@ def stored(lib) -> dict:
 
 def _execute(workspace: str, bucket: str, keys: list[str], dagster_instance, home: str = "") -> dict:
     """One batched run of the whole graph over keys; returns timings, CPU and what was stored."""
+    from bench import cpu
     from ud_assets.defs.partitions import documents_partitions
 
-    started, clock_started = time.monotonic(), time.time()
-    from bench import cpu
-
-    _defs, job, resource_ = _job_and_resource(workspace, bucket, home)
-    dagster_instance.add_dynamic_partitions(documents_partitions.name, keys)
     # The servers' CPU over this run alone: the parent's reading spans the whole worker (its
-    # warm-up run, and the reads below that count what was stored).
+    # warm-up run, and the reads below that count what was stored). Read before the run's clock
+    # starts, so that the pass over /proc is not in run_s.
     servers = cpu.service_pids()
     servers_before = cpu.snapshot(servers)
+    started, clock_started = time.monotonic(), time.time()
+    _defs, job, resource_ = _job_and_resource(workspace, bucket, home)
+    dagster_instance.add_dynamic_partitions(documents_partitions.name, keys)
     result = job.execute_in_process(instance=dagster_instance, tags=range_tags(keys), raise_on_error=False)
     done, clock_done = time.monotonic(), time.time()
     servers_cpu_s = cpu.delta(servers_before, cpu.snapshot(servers))

@@ -240,12 +240,13 @@ def _value_size(v: object) -> int:
 # they made a run of 200 small documents 2-3 s slower (fewer, larger mutations for Cassandra's
 # threads to share), at 3.5 KiB 2-3 s faster than at 3 KiB of values.
 REPLICA_BATCH_PARTITIONS = 10
+REPLICA_ROW_OVERHEAD = 32
+REPLICA_BATCH_BYTES = 3584
+
 # Times ensure_schema sends its (idempotent) DDL before it gives up on a server that times out.
 SCHEMA_ATTEMPTS = 3
 # Seconds a schema statement may take: a fresh multi-node cluster takes tens of seconds per DDL.
 DDL_TIMEOUT = 60.0
-REPLICA_ROW_OVERHEAD = 32
-REPLICA_BATCH_BYTES = 3584
 
 
 # What a statement's CQL may contain that makes a second application differ from the first: a
