@@ -255,7 +255,7 @@ wait_dagster_parts() {
     [[ "$name" == code-server ]] && continue
     dagster_part_spec "$name"
     until dagster_ready "$name"; do
-      if ! live_pid "$PART_PID" "$PART_MARKER" >/dev/null; then
+      if ! starting_pid "$PART_PID" "$PART_MARKER"; then
         log_tail "$PART_LOG" 40
         die "$name exited during startup (log above)"
       fi

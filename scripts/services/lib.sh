@@ -110,6 +110,22 @@ live_pid() {
   echo "$pid"
 }
 
+# Whether a server this script just started (pid file $1) is still starting or running. Until the
+# forked shell has exec'd the server, /proc shows this script's command line, not the marker, so
+# live_pid alone would call a slow start an exit (a busy machine: "daemon exited during startup"
+# with an empty log, CI on b2548d2). Our own child that is not a zombie is alive whatever it shows.
+starting_pid() {
+  local pidfile="$1" marker="$2" pid state ppid rest
+  live_pid "$pidfile" "$marker" >/dev/null && return 0
+  [[ -s "$pidfile" ]] || return 1
+  pid="$(<"$pidfile")"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  rest="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 1
+  # /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces, so split after its ")".
+  read -r state ppid _ <<<"${rest##*) }"
+  [[ "$state" != Z && ("$ppid" == "$$" || "$ppid" == "$BASHPID") ]]
+}
+
 # Stops the process recorded in pid file $1 (if it is really ours, see live_pid), waiting up to
 # $3 seconds for a clean exit before SIGKILL, then removes the pid file.
 # Sets STOP_KILLED=1 if it had to use SIGKILL.
@@ -154,7 +170,7 @@ wait_ready() {
   local name="$1" pidfile="$2" marker="$3" ready_fn="$4" logs_fn="$5" stop_fn="${6:-}"
   local deadline=$((SECONDS + UD_SERVICES_TIMEOUT))
   until "$ready_fn"; do
-    if ! live_pid "$pidfile" "$marker" >/dev/null; then
+    if ! starting_pid "$pidfile" "$marker"; then
       "$logs_fn"
       die "$name exited during startup (logs above)"
     fi
