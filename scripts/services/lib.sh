@@ -95,14 +95,21 @@ port_open() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
+# The pid recorded in pid file $1, if it holds one (nothing else: a pid file can be empty or torn).
+pidfile_pid() {
+  local pid
+  [[ -s "$1" ]] || return 1
+  pid="$(<"$1")"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  echo "$pid"
+}
+
 # Reads the pid in file $1 and prints it if that process is alive AND its command line contains
 # $2 (a path unique to this clone's service). After a reboot the old pid may belong to an
 # unrelated process, so a bare `kill -0` is not enough.
 live_pid() {
   local pidfile="$1" marker="$2" pid
-  [[ -s "$pidfile" ]] || return 1
-  pid="$(<"$pidfile")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  pid="$(pidfile_pid "$pidfile")" || return 1
   [[ -r "/proc/$pid/cmdline" ]] || return 1
   tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$marker" || return 1
   # A zombie has exited already, whatever its cmdline says.
@@ -113,13 +120,11 @@ live_pid() {
 # Whether a server this script just started (pid file $1) is still starting or running. Until the
 # forked shell has exec'd the server, /proc shows this script's command line, not the marker, so
 # live_pid alone would call a slow start an exit (a busy machine: "daemon exited during startup"
-# with an empty log, CI on b2548d2). Our own child that is not a zombie is alive whatever it shows.
+# with an empty log, CI on fe898ec). Our own child that is not a zombie is alive whatever it shows.
 starting_pid() {
   local pidfile="$1" marker="$2" pid state ppid rest
   live_pid "$pidfile" "$marker" >/dev/null && return 0
-  [[ -s "$pidfile" ]] || return 1
-  pid="$(<"$pidfile")"
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  pid="$(pidfile_pid "$pidfile")" || return 1
   rest="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 1
   # /proc/PID/stat: "pid (comm) state ppid ..."; comm may hold spaces, so split after its ")".
   read -r state ppid _ <<<"${rest##*) }"
