@@ -320,7 +320,7 @@ def text_binder(stmt):
     return bind
 
 
-def _row_size(params: Sequence) -> int:
+def row_size(params: Sequence) -> int:
     """_value_size summed over a row, inlined: it runs for every value of every triple written."""
     size = 0
     for v in params:
@@ -500,9 +500,16 @@ class CassandraConnection:
     # -- a server that went away and came back --------------------------------------------------
 
     def _driver_live(self) -> bool:
-        """Whether the driver has a node it considers up and a working control connection."""
+        """Whether the driver has a node it considers up, a connection pool it can send requests on,
+        and a working control connection."""
         cluster = self.cluster
         if not any(host.is_up for host in cluster.metadata.all_hosts()):
+            return False
+        # A node can still be marked up while its pool is shut down (its connection just died, and
+        # the driver's reconnection has not run yet): every request fails with "Pool is shutdown"
+        # until it does, which can be seconds.
+        pools = self.session.get_pool_state().values()
+        if not any(not state["shutdown"] and state["open_count"] > 0 for state in pools):
             return False
         control = cluster.control_connection.get_connections()
         return bool(control) and not any(c.is_defunct or c.is_closed for c in control)
@@ -755,7 +762,7 @@ class CassandraConnection:
             piece: list = []
             size = 0
             for params in params_list:
-                row_bytes = _row_size(params) + REPLICA_ROW_OVERHEAD
+                row_bytes = row_size(params) + REPLICA_ROW_OVERHEAD
                 if piece and (len(piece) >= max_rows or size + row_bytes > max_bytes):
                     pieces.append((piece, size))
                     piece, size = [], 0
@@ -793,6 +800,41 @@ class CassandraConnection:
             with self.errors(what):
                 execute_concurrent(session, requests, concurrency=concurrency, raise_on_first_error=True)
         return len(requests)
+
+    def write_batches(
+        self, batches: Iterable[Sequence[tuple[str, Sequence]]], what: str = "writing rows", concurrency: int = 1
+    ) -> int:
+        """Each batch's (cql, params) rows as one UNLOGGED batch; returns the batches sent.
+
+        For rows that must be stored together: the caller gives each batch rows of one partition
+        key, in tables of one keyspace, and Cassandra applies such a batch as one mutation, which a
+        replica holds whole or not at all (a lost reply or a killed client leaves no half). Batches
+        go `concurrency` at a time, in order when 1.
+        """
+        from cassandra.concurrent import execute_concurrent
+        from cassandra.query import BatchStatement, BatchType
+
+        work = [list(rows) for rows in batches if rows]
+        if not work:
+            return 0
+
+        def run() -> int:
+            session = self.session
+            requests: list[tuple[object, None]] = []
+            for rows in work:
+                batch = BatchStatement(batch_type=BatchType.UNLOGGED)
+                idempotent = True
+                for cql, params in rows:
+                    stmt = self.prepare(cql, session)
+                    batch.add(self._binder(stmt)(params))
+                    idempotent = idempotent and stmt.is_idempotent
+                batch.is_idempotent = idempotent
+                requests.append((batch, None))
+            with self.errors(what):
+                execute_concurrent(session, requests, concurrency=concurrency, raise_on_first_error=True)
+            return len(requests)
+
+        return self._retry(run)
 
     def _binder(self, stmt):
         """text_binder(stmt), made once per prepared statement."""

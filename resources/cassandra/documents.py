@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from resources.cassandra.connection import CassandraConnection, CassandraUnavailable, create_table_cql
+from resources.cassandra.connection import CassandraConnection, CassandraUnavailable, create_table_cql, row_size
 from resources.librarian import RECORD_TYPES, record_columns
 from resources.model import (
     SOURCE,
@@ -311,9 +311,15 @@ class CassandraDocumentStore:
         self.c.write_partitioned(rows, f"writing {len(rows)} child documents")
 
     def register_many(self, metas: Sequence[DocumentMetadata]) -> list[DocumentMetadata]:
-        # Not atomic, unlike insert (a lightweight transaction a row would cost a Paxos round
-        # each): the ids already taken are read, the new rows written, then their log events.
-        # Rows before events: an event the sensor reads always finds its row.
+        # Not atomic as a whole, unlike insert (a lightweight transaction a row would cost a Paxos
+        # round each): the ids already taken are read, then the new rows written. Each row goes in
+        # one batch with its 'added' event: both tables are keyed by workspace, so a batch is one
+        # mutation of one partition, which a replica applies whole or not at all. An import cut
+        # short (a lost reply, a killed process) therefore never leaves a row without its event,
+        # which the run again would skip as taken and the upload sensor would never see. (Rows
+        # went first, then the events, until a cut between the two lost every event.) A sensor
+        # may read an event a moment before a second replica holds its row; the run it plans
+        # reads the row seconds later.
         reads: list[tuple[str, tuple[str, list[str]]]] = []
         for workspace in {m.workspace for m in metas}:
             ids = [m.id for m in metas if m.workspace == workspace]
@@ -322,22 +328,9 @@ class CassandraDocumentStore:
         for (_, (workspace, _)), rows in zip(reads, self.c.execute_many(reads, "reading which ids are taken")):
             taken.update((workspace, row.id) for row in rows)
         new = [m for m in metas if (m.workspace, m.id) not in taken]
-        self.c.write_partitioned(
-            ((self._upsert, _meta_to_row(m), m.workspace) for m in new),
-            f"registering {len(new)} documents",
-            concurrency=BULK_IN_FLIGHT,
-            max_rows=BULK_ROWS,
-            max_bytes=BULK_BYTES,
-        )
-        # One batch at a time: now() is taken per row, in batch order, so the log keeps the
+        # One batch at a time: now() is taken per event, in batch order, so the log keeps the
         # given order, and no batch commits behind a later one a sensor may have read already.
-        self.c.write_partitioned(
-            ((self._log, (m.workspace, m.id, "added", m.sha256), m.workspace) for m in new),
-            f"logging {len(new)} registered documents",
-            concurrency=1,
-            max_rows=BULK_ROWS,
-            max_bytes=BULK_BYTES,
-        )
+        self.c.write_batches(_register_batches(new, self._upsert, self._log), f"registering {len(new)} documents")
         return new
 
     def _rows(self, cql: str, params: Sequence, what: str) -> list[DocumentMetadata]:
@@ -455,3 +448,22 @@ class CassandraDocumentStore:
 
     def close(self) -> None:
         pass
+
+
+def _register_batches(metas: Sequence[DocumentMetadata], upsert: str, log: str) -> list[list[tuple[str, tuple]]]:
+    """The rows of register_many in batches of one workspace each: a document's row and its 'added'
+    event together, up to BULK_ROWS rows and about BULK_BYTES of values a batch, in the given order."""
+    batches: list[list[tuple[str, tuple]]] = []
+    rows: list[tuple[str, tuple]] = []
+    workspace, size = None, 0
+    for m in metas:
+        row, event = _meta_to_row(m), (m.workspace, m.id, "added", m.sha256)
+        bytes_ = row_size(row) + row_size(event)
+        if rows and (m.workspace != workspace or len(rows) + 2 > BULK_ROWS or size + bytes_ > BULK_BYTES):
+            batches.append(rows)
+            rows, size = [], 0
+        rows += [(upsert, row), (log, event)]
+        workspace, size = m.workspace, size + bytes_
+    if rows:
+        batches.append(rows)
+    return batches

@@ -258,7 +258,7 @@ def test_a_documents_triples_share_batches_by_replica_without_server_warnings(re
         REPLICA_BATCH_BYTES,
         REPLICA_BATCH_PARTITIONS,
         REPLICA_ROW_OVERHEAD,
-        _row_size,
+        row_size,
     )
 
     quads = [
@@ -282,7 +282,7 @@ def test_a_documents_triples_share_batches_by_replica_without_server_warnings(re
     assert not [r for r in caplog.records if "Server warning" in r.getMessage()]
     # about one request per REPLICA_BATCH_PARTITIONS partitions or REPLICA_BATCH_BYTES, where one
     # per partition was sent before
-    size = sum(_row_size(params) + REPLICA_ROW_OVERHEAD for _, params, _ in rows)
+    size = sum(row_size(params) + REPLICA_ROW_OVERHEAD for _, params, _ in rows)
     limit = len(partitions) // REPLICA_BATCH_PARTITIONS + size // REPLICA_BATCH_BYTES + 8
     assert sum(sent) <= limit, (sum(sent), len(partitions), size)
     assert sorted(real.triples.query(collection="default"), key=repr) == sorted(quads, key=repr)

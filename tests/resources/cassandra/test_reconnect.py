@@ -46,6 +46,7 @@ class Relay:
         self._open: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._cut: str | None = None  # armed by cut_next
+        self._cut_marker: bytes | None = None  # armed by cut_next: cut the request carrying these bytes
         self._down_after_cut = False
         self._cut_replies: set[socket.socket] = set()  # servers whose next reply is dropped
         self.cuts = 0
@@ -78,12 +79,13 @@ class Relay:
             threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
             threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
 
-    def cut_next(self, what: str, then_down: bool = False) -> None:
+    def cut_next(self, what: str, then_down: bool = False, marker: bytes | None = None) -> None:
         """The next EXECUTE any connection carries is lost with its connection ("request": the
         server never sees it), or reaches the server, whose reply is then lost with the connection
         ("reply": the server has done the work, the client cannot know); then_down: the relay
-        goes down as it cuts the reply, as a server killed at that moment."""
-        self._cut, self._down_after_cut = what, then_down
+        goes down as it cuts the reply, as a server killed at that moment. marker: instead of the
+        next EXECUTE, the next request of any kind (a BATCH, say) whose bytes carry it."""
+        self._cut, self._down_after_cut, self._cut_marker = what, then_down, marker
 
     def hold_reply(self, marker: bytes, seconds: float, times: int = 1) -> None:
         """The replies to the next `times` requests carrying `marker` reach the client `seconds`
@@ -103,9 +105,12 @@ class Relay:
                     time.sleep(self._held_replies.pop(source))
                 # Only an EXECUTE (a prepared statement's request) is cut: the control connection's
                 # own queries (metadata refreshed after a schema change) go on as they come.
-                execute = requests and len(data) > 4 and data[4] == EXECUTE
+                if self._cut_marker is None:
+                    execute = requests and len(data) > 4 and data[4] == EXECUTE
+                else:
+                    execute = requests and self._cut is not None and self._cut_marker in data
                 if execute and self._cut == "request":
-                    self._cut, self.cuts = None, self.cuts + 1
+                    self._cut, self._cut_marker, self.cuts = None, None, self.cuts + 1
                     break  # lost: both ends reset below
                 if not requests and source in self._cut_replies:
                     self._cut_replies.discard(source)
@@ -115,7 +120,7 @@ class Relay:
                     break
                 sink.sendall(data)
                 if execute and self._cut == "reply":
-                    self._cut = None
+                    self._cut, self._cut_marker = None, None
                     self._cut_replies.add(sink)
         except OSError:
             pass
@@ -341,3 +346,26 @@ def test_an_upload_whose_outcome_cannot_be_read_keeps_its_bytes(relayed_libraria
 
     wait_until(stored, timeout=60)  # the row was written: the server did the work before the cut
     assert lib.get_content("unknown.md") == b"# Unknown\n"  # the row found its bytes
+
+
+# -- an import whose connection dies mid-way ---------------------------------------------------
+
+
+def test_an_import_cut_short_logs_every_document_once_when_run_again(relayed_librarian, relay):
+    """The first request carrying 'added' events is lost with its connection, and the import is
+    run again, as its docstring says to. A document whose row the first attempt stored must have
+    its event too: the second attempt skips it as taken, and the upload sensor decodes only what
+    the log names. (Rows and their events went in separate batches before: every row was stored,
+    no event, and the second attempt logged nothing.)"""
+    from tests.resources.test_bulk_registration import record
+
+    lib = relayed_librarian
+    records = [record(lib, f"imported/{i:04d}.txt") for i in range(1100)]  # several batches
+    relay.cut_next("request", marker=b"added")
+    with pytest.raises(StorageUnavailable):
+        lib.register_documents(records)
+    assert relay.cuts == 1, "the relay did not cut a request carrying events"
+    lib.register_documents(records)
+    events = lib.documents.events_since(lib.workspace, None, 5000)
+    assert [(e.id, e.event) for e in events] == [(r.id, "added") for r in records]
+    assert [d.id for d in lib.iter_documents(page=500)] == sorted(r.id for r in records)
