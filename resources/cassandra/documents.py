@@ -316,10 +316,10 @@ class CassandraDocumentStore:
         # one batch with its 'added' event: both tables are keyed by workspace, so a batch is one
         # mutation of one partition, which a replica applies whole or not at all. An import cut
         # short (a lost reply, a killed process) therefore never leaves a row without its event,
-        # which the run again would skip as taken and the upload sensor would never see. (Rows
-        # went first, then the events, until a cut between the two lost every event.) A sensor
-        # may read an event a moment before a second replica holds its row; the run it plans
-        # reads the row seconds later.
+        # which the run again would skip as taken, leaving the document to the sensor's sweep of
+        # the whole table (at a million documents, 500 ticks). Rows went first, then the events,
+        # until a cut between the two lost every event. A sensor may read an event a moment
+        # before a second replica holds its row; the run it plans reads the row seconds later.
         reads: list[tuple[str, tuple[str, list[str]]]] = []
         for workspace in {m.workspace for m in metas}:
             ids = [m.id for m in metas if m.workspace == workspace]

@@ -354,9 +354,9 @@ def test_an_upload_whose_outcome_cannot_be_read_keeps_its_bytes(relayed_libraria
 def test_an_import_cut_short_logs_every_document_once_when_run_again(relayed_librarian, relay):
     """The first request carrying 'added' events is lost with its connection, and the import is
     run again, as its docstring says to. A document whose row the first attempt stored must have
-    its event too: the second attempt skips it as taken, and the upload sensor decodes only what
-    the log names. (Rows and their events went in separate batches before: every row was stored,
-    no event, and the second attempt logged nothing.)"""
+    its event too: the second attempt skips it as taken, and without its event the upload sensor
+    would only find it in its sweep of the whole table. (Rows and their events went in separate
+    batches before: every row was stored, no event, and the second attempt logged nothing.)"""
     from tests.resources.test_bulk_registration import record
 
     lib = relayed_librarian
