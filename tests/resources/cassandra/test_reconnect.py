@@ -103,8 +103,9 @@ class Relay:
                 if not requests and source in self._held_replies:
                     self.holds += 1
                     time.sleep(self._held_replies.pop(source))
-                # Only an EXECUTE (a prepared statement's request) is cut: the control connection's
-                # own queries (metadata refreshed after a schema change) go on as they come.
+                # Only an EXECUTE (a prepared statement's request), or a request carrying the
+                # armed marker, is cut: the control connection's own queries (metadata refreshed
+                # after a schema change) go on as they come.
                 if self._cut_marker is None:
                     execute = requests and len(data) > 4 and data[4] == EXECUTE
                 else:
