@@ -745,7 +745,6 @@ class CassandraConnection:
         return self._retry(lambda: self._write_groups(groups, what, concurrency, max_rows, max_bytes))
 
     def _write_groups(self, groups: dict, what: str, concurrency: int, max_rows: int, max_bytes: int) -> int:
-        from cassandra.query import BatchStatement, BatchType
 
         session = self.session
         # Each partition's rows in pieces of at most max_rows and about max_bytes; small pieces
@@ -784,6 +783,14 @@ class CassandraConnection:
                 held, held_bytes, partitions = [], 0, 0
             packing[replicas] = (held + piece, held_bytes + size, partitions + 1)
         batches.extend(held for held, _, _ in packing.values())
+        return self._send_batches(session, batches, what, concurrency)
+
+    def _send_batches(self, session, batches: list[list], what: str, concurrency: int) -> int:
+        """Each list of bound rows as one UNLOGGED batch (a single row as its own statement),
+        `concurrency` at a time; returns the requests sent."""
+        from cassandra.concurrent import execute_concurrent
+        from cassandra.query import BatchStatement, BatchType
+
         requests: list[tuple[object, None]] = []
         for batch_rows in batches:
             if len(batch_rows) == 1:  # a batch of one row is sent as that row's statement
@@ -795,8 +802,6 @@ class CassandraConnection:
                 batch.is_idempotent = all(bound.is_idempotent for bound in batch_rows)
                 requests.append((batch, None))
         if requests:
-            from cassandra.concurrent import execute_concurrent
-
             with self.errors(what):
                 execute_concurrent(session, requests, concurrency=concurrency, raise_on_first_error=True)
         return len(requests)
@@ -811,28 +816,12 @@ class CassandraConnection:
         replica holds whole or not at all (a lost reply or a killed client leaves no half). Batches
         go `concurrency` at a time, in order when 1.
         """
-        from cassandra.concurrent import execute_concurrent
-        from cassandra.query import BatchStatement, BatchType
-
         work = [list(rows) for rows in batches if rows]
-        if not work:
-            return 0
 
         def run() -> int:
             session = self.session
-            requests: list[tuple[object, None]] = []
-            for rows in work:
-                batch = BatchStatement(batch_type=BatchType.UNLOGGED)
-                idempotent = True
-                for cql, params in rows:
-                    stmt = self.prepare(cql, session)
-                    batch.add(self._binder(stmt)(params))
-                    idempotent = idempotent and stmt.is_idempotent
-                batch.is_idempotent = idempotent
-                requests.append((batch, None))
-            with self.errors(what):
-                execute_concurrent(session, requests, concurrency=concurrency, raise_on_first_error=True)
-            return len(requests)
+            bound = [[self._binder(self.prepare(cql, session))(params) for cql, params in rows] for rows in work]
+            return self._send_batches(session, bound, what, concurrency)
 
         return self._retry(run)
 
