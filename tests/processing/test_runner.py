@@ -11,7 +11,9 @@ from tests.defs.test_subsets import materialize
 from ud_assets.decoding.model import ConfigError, DecodeError, DecoderBug, DecoderConfig
 from ud_assets.defs.resources import LibrarianResource
 from ud_assets.processing import images as images_module
+from ud_assets.processing import runner as runner_module
 from ud_assets.processing import sections as sections_module
+from ud_assets.processing.generations import elements_object_id
 from ud_assets.processing.model import DocumentFailed, MissingInput
 from ud_assets.processing.runner import document_failure, process_document
 from ud_assets.processing.stages import check_key
@@ -427,3 +429,62 @@ def test_the_images_stage_reads_which_images_are_stored_at_once_and_writes_only_
     assert result.metadata["written"] == 1
     assert images in [sorted(r) for r in reads]
     assert stored_images() == set(images)
+
+
+def test_a_lone_small_documents_row_and_object_are_read_once(resource, monkeypatch):
+    """Without parse-ahead (a run of one document, as the upload sensor requests), the document's
+    row is read once, as its attempt begins, and a small document's object once, whole, for both
+    its detection and its parse."""
+    lib = resource.get()
+    meta = lib.add_document("notes.md", "text/markdown", docgen.markdown(), title="notes.md")
+    reads: list[str] = []
+    real_get = lib.documents.get
+    monkeypatch.setattr(lib.documents, "get", lambda workspace, id: reads.append(id) or real_get(workspace, id))
+    for method in ("read", "read_range", "open"):
+        real = getattr(lib.objects, method)
+        monkeypatch.setattr(
+            lib.objects,
+            method,
+            lambda object_id, *a, _real=real, **k: reads.append(object_id) or _real(object_id, *a, **k),
+        )
+    outcome = process_document(lib, "notes.md", DecoderConfig(), ("document", "elements"))
+    assert outcome.results["elements"].elements
+    assert (reads.count("notes.md"), reads.count(meta.object_id)) == (1, 1)
+
+
+@pytest.mark.parametrize("filler", [0, 70_000], ids=["small, read whole", "large, read again"])
+def test_a_document_replaced_during_its_parse_is_never_decoded_as_the_new_upload(resource, monkeypatch, filler):
+    """TrustGraph's librarian replaces a document by removing it (and its object) and adding the
+    new bytes. If that happens between the attempt's read of the row and the parse, the generation
+    the old hash named is never made of the new upload's bytes: a small document is parsed from
+    the bytes read for its detection; a large one's object is gone, so the run fails (not recorded
+    against the document). Either way, the next run decodes the new upload."""
+    lib = resource.get()
+    padding = "Filler text.\n\n" * (filler // 14)
+    lib.add_document("notes.md", "text/markdown", f"# Old\n\nThe first upload.\n\n{padding}".encode(), title="notes.md")
+    real_open = runner_module.open_attempt
+    opened = []
+
+    def open_then_replace(*args, **kwargs):
+        attempt = real_open(*args, **kwargs)
+        opened.append(attempt.fingerprint)
+        lib.remove_document("notes.md")
+        lib.add_document(
+            "notes.md", "text/markdown", f"# New\n\nA second upload.\n\n{padding}".encode(), title="notes.md"
+        )
+        return attempt
+
+    monkeypatch.setattr(runner_module, "open_attempt", open_then_replace)
+    if filler:
+        with pytest.raises(LibrarianError, match="missing"):
+            process_document(lib, "notes.md", DecoderConfig(), ALL)
+        assert lib.get_generation("notes.md") is None and lib.get_failure("notes.md") is None
+        assert not lib.objects.exists(elements_object_id(lib.workspace, "notes.md", opened[0]))
+    else:
+        outcome = process_document(lib, "notes.md", DecoderConfig(), ALL)
+        assert "The first upload." in " ".join(e.text for e in outcome.results["elements"].elements)
+        assert lib.get_generation("notes.md").fingerprint == opened[0]
+    monkeypatch.setattr(runner_module, "open_attempt", real_open)
+    outcome = process_document(lib, "notes.md", DecoderConfig(), ALL)
+    assert "A second upload." in " ".join(e.text for e in outcome.results["elements"].elements)
+    assert lib.get_generation("notes.md").fingerprint == outcome.fingerprint != opened[0]

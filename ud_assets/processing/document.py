@@ -75,7 +75,8 @@ def open_attempt(
     # The fingerprint covers the whole content: use the librarian's hash of all of it.
     info.sha256, info.size = meta.sha256, meta.size
     info.fingerprint = ids.fingerprint(meta.sha256, version, config, info.mime_type)
-    return Attempt(librarian, meta, info, config, found.generation, now)
+    whole = found.head if len(found.head) == meta.size else None  # read from its start: all of it
+    return Attempt(librarian, meta, info, config, found.generation, now, content=whole)
 
 
 def document_stage(attempt: Attempt) -> DocumentResult:

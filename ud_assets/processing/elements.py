@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from resources.model import LibrarianError, StorageUnavailable
+from resources.model import LibrarianError, StorageUnavailable, read_object
 from ud_assets.decoding.decoder import (
     build_images,
     build_sections,
@@ -42,7 +42,11 @@ def elements_stage(
         info.stats.update(parsed.stats)
     else:
         progress(f"partitioning {info.id} ({info.mime_type}, {meta.size} bytes)")
-        data = attempt.librarian.get_content(info.id)
+        # The object the attempt's row names, not the row read again: the bytes its fingerprint's
+        # hash describes, even if the document is replaced meanwhile (a small one was read whole).
+        data = attempt.content
+        if data is None:
+            data = read_object(attempt.librarian.objects, meta.object_id, meta.size)
         elements = partition_document(data, info, attempt.config, meta.title or None)
     elapsed = time.perf_counter() - started
     object_id = elements_object_id(attempt.librarian.workspace, info.id, info.fingerprint)

@@ -86,6 +86,9 @@ class Attempt:
     # The failure ledger was read as the attempt began and held nothing for the document, so the
     # commit has nothing to clear (a delete of nothing still costs Cassandra a tombstone).
     ledger_empty: bool = False
+    # The whole document, when the head read for its detection was all of it (a small one): the
+    # parse takes these bytes instead of reading the object a second time.
+    content: bytes | None = None
 
     @property
     def document_id(self) -> str:
