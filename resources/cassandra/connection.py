@@ -745,7 +745,6 @@ class CassandraConnection:
         return self._retry(lambda: self._write_groups(groups, what, concurrency, max_rows, max_bytes))
 
     def _write_groups(self, groups: dict, what: str, concurrency: int, max_rows: int, max_bytes: int) -> int:
-
         session = self.session
         # Each partition's rows in pieces of at most max_rows and about max_bytes; small pieces
         # wait in `packing`, by replica set, to share a batch with other partitions' pieces. Each
