@@ -291,3 +291,67 @@ def test_no_process_connects_anywhere_for_an_audio_attachment(tmp_path):
     assert compared.returncode == 0, (compared.stdout + compared.stderr)[-2000:]
     assert "1 ud only; 0 regressions" in compared.stdout  # bare unstructured fails on it, offline
     assert calls == [], calls
+
+
+# The assets `make demo` materializes for every sample (the whole graph).
+GRAPH_ASSETS = ("document", "elements", "sections", "images", "provenance_triples", "chunks")
+
+
+def demo_statuses(output: str) -> dict[str, str]:
+    """{document: status} from the table `make demo` prints (the status column may hold spaces)."""
+    lines = output.splitlines()
+    header = next(
+        i for i, line in enumerate(lines) if line.startswith("document ") and line.rstrip().endswith("status")
+    )
+    at = lines[header].index("status")
+    statuses = {}
+    for line in lines[header + 1 :]:
+        if not line.strip():
+            break
+        statuses[line.split()[0]] = line[at:].strip()
+    return statuses
+
+
+def test_make_demo_on_a_fresh_instance_decodes_every_sample_offline_and_again_changes_nothing(tmp_path):
+    """README's quick start as typed: `make demo` (its `make setup` included) with no network, into a
+    Dagster instance and a librarian that do not exist yet. Every sample is decoded and every asset
+    materialized for its partition, where `make dev` shows them; the same command again decodes
+    nothing a second time."""
+    from dagster import AssetKey, DagsterInstance
+
+    from resources.settings import load_settings, open_librarian
+
+    samples = sorted(p.name for p in (ROOT / "samples").iterdir() if p.is_file() and not p.name.startswith("."))
+    assert len(samples) >= 8, samples
+    uv = shutil.which("uv")
+    assert uv, "uv, which `make setup` runs, is not on PATH"
+    dagster_home, ud_home = tmp_path / "dagster", tmp_path / "ud"
+    env = plain_env(
+        tmp_path,
+        # A person's own HOME and PATH (uv's cache and its install), the demo's folders fresh.
+        HOME=os.environ["HOME"],
+        PATH=f"{BIN}:{Path(uv).parent}:/usr/local/bin:/usr/bin:/bin",
+        DAGSTER_HOME=str(dagster_home),
+        UD_HOME=str(ud_home),
+    )
+    command = ["unshare", "--net", "--", "make", "-s", "-C", str(ROOT), "demo"]
+
+    first = run(command, env, tmp_path)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-4000:]
+    assert demo_statuses(first.stdout) == dict.fromkeys(samples, "ok"), first.stdout[-3000:]
+    with DagsterInstance.from_config(str(dagster_home)) as instance:
+        for asset in GRAPH_ASSETS:
+            assert instance.get_materialized_partitions(AssetKey(asset)) == set(samples), asset
+    settings = load_settings({"UD_BACKEND": "embedded", "UD_HOME": str(ud_home)})
+    with open_librarian(settings) as librarian:
+        generations = {name: librarian.get_generation(name) for name in samples}
+        assert all(generations.values()), [name for name, generation in generations.items() if not generation]
+        assert librarian.list_failures() == []
+
+    again = run(command, env, tmp_path)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-4000:]
+    assert demo_statuses(again.stdout) == dict.fromkeys(samples, "ok"), again.stdout[-3000:]
+    with open_librarian(settings) as librarian:
+        # The same generations, down to their time: nothing was decoded or written again.
+        assert {name: librarian.get_generation(name) for name in samples} == generations
+    assert network_attempts(tmp_path) == []
