@@ -96,6 +96,30 @@ def test_materializes_documents_of_several_formats_into_the_librarian(librarian_
     assert text.startswith("<table>") and "São Paulo" in text
 
 
+def test_a_batch_writes_its_documents_triples_together_and_stores_every_one(librarian_resource, instance, monkeypatch):
+    """A batch's documents share their triple writes (resources/grouped_inserts.py): the run says
+    how many writes its inserts took, and every materialized document's triples are stored (the
+    checks read them back)."""
+    monkeypatch.setenv("UD_GROUP_LINGER_S", "30")  # a wait ends when the batch says: no timing in the test
+    lib = librarian_resource.get()
+    notes = {
+        f"note-{n}.md": (f"# Note {n}\n\nThe {n}th paragraph of a batch.\n".encode(), "text/markdown") for n in range(6)
+    }
+    keys = upload(lib, notes)
+    result = run(librarian_resource, instance, keys, raise_on_error=True)
+
+    assert instance.get_materialized_partitions(dg.AssetKey("provenance_triples")) == set(keys)
+    evaluations = result.get_asset_check_evaluations()
+    assert evaluations and all(e.passed for e in evaluations)
+    said = [e.user_message for e in instance.all_logs(result.run_id) if e.user_message.startswith("triples: ")]
+    assert len(said) == 1, said
+    inserts, writes = int(said[0].split()[1]), int(said[0].split(" in ")[1].split()[0])
+    assert inserts >= 2 * len(keys)  # each document's provenance and chunks
+    assert writes < inserts
+    for key in keys:
+        assert subjects_in_store(lib, [document_iri(key)]) == {document_iri(key)}
+
+
 def test_rematerializing_gives_the_same_ids_and_no_duplicates(librarian_resource, instance):
     lib = librarian_resource.get()
     keys = upload(

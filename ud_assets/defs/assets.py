@@ -164,8 +164,15 @@ class Done:
 
 
 def store_workers() -> int:
-    """Documents of a batch stored at once (UD_STORE_WORKERS, default 4)."""
-    return max(1, int(os.environ.get("UD_STORE_WORKERS", "4")))
+    """Documents of a batch in storage at once (UD_STORE_WORKERS, default 32): most of them are
+    waiting for their triples to be written together (group_linger_s)."""
+    return max(1, int(os.environ.get("UD_STORE_WORKERS", "32")))
+
+
+def group_linger_s() -> float:
+    """The longest a document's triples wait for other documents' to be written with them
+    (UD_GROUP_LINGER_S, default 1; 0 writes each document's on its own)."""
+    return max(0.0, float(os.environ.get("UD_GROUP_LINGER_S", "1.0")))
 
 
 def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator[dg.AssetMaterialization, None, Done]:
@@ -176,10 +183,17 @@ def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator
     parse-ahead children parse the next ones, so a batch costs about its parsing, not the sum of
     every document's storage latency. A bug of ours in any document stops new ones being started;
     those already running finish and are materialized, then the run fails with the bug."""
+    from resources.grouped_inserts import GroupedInserts, grouping_inserts
     from ud_assets.processing.generations import record_failure
     from ud_assets.processing.runner import process_document
 
     lib, keys, ahead, result = batch.librarian, batch.keys, batch.ahead, Done()
+    width = store_workers() if len(keys) > 1 else 1
+    # Documents stored side by side write their triples together (resources/grouped_inserts.py):
+    # a write of many documents' quads costs the triple store a fraction of one write each.
+    grouped = GroupedInserts(lib.triples, linger_s=group_linger_s()) if width > 1 and group_linger_s() > 0 else None
+    if grouped is not None:
+        lib = grouping_inserts(lib, grouped)
 
     def process_and_publish(key: str) -> Outcome:
         outcome = process_document(
@@ -207,7 +221,6 @@ def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator
 
     # Parsed ahead, documents come back as their parses finish (largest started first).
     order = ahead.in_completion_order(keys) if ahead is not None else iter(keys)
-    width = store_workers() if len(keys) > 1 else 1
     running: dict[Future[tuple[Outcome, float]], str] = {}
     bug: BaseException | None = None
     last_progress = 0.0
@@ -226,9 +239,15 @@ def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator
                         last_progress = now
                     running[pool.submit(store, key)] = key
                     continue
+                if grouped is not None and key is None:
+                    grouped.drain()  # the last documents: nothing is left to wait for
             if not running:
                 break
+            if grouped is not None:
+                grouped.set_open(False)  # no document starts before one of these ends: none can join
             done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            if grouped is not None:
+                grouped.set_open(True)
             for future in done:
                 key = running.pop(future)
                 try:
@@ -253,6 +272,8 @@ def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator
                     continue
                 result.outcomes.append(outcome)
                 yield from _materializations(context, key, batch.stages, outcome, elapsed, ahead)
+    if grouped is not None and grouped.inserts:
+        context.log.info(f"triples: {grouped.inserts} inserts of {len(keys)} documents in {grouped.writes} writes")
     if bug is not None:
         raise bug
     return result
