@@ -109,6 +109,7 @@ def universal_decoder(context: dg.AssetExecutionContext, config: DecoderOptions,
         force=config.force,
         version=unstructured_version(),
         tags=dict(context.run.tags),  # a run of a processing request publishes into its collection
+        group_linger_s=group_linger_s(librarian.store_settings().backend),
     )
     # With more than one document, several are parsed at once while finished ones are stored.
     if len(keys) > 1 and "elements" in stages:
@@ -153,6 +154,7 @@ class Batch:
     version: str  # unstructured's
     tags: dict[str, str]  # the run's
     ahead: ParseAhead | None = None  # parses the next documents while earlier ones are stored
+    group_linger_s: float = 0.0  # how long a document's triples may wait for others' (0: never)
 
 
 @dataclass
@@ -163,16 +165,19 @@ class Done:
     failures: list[DocumentFailed] = field(default_factory=list)
 
 
-def store_workers() -> int:
-    """Documents of a batch in storage at once (UD_STORE_WORKERS, default 32): most of them are
-    waiting for their triples to be written together (group_linger_s)."""
-    return max(1, int(os.environ.get("UD_STORE_WORKERS", "32")))
+def store_workers(grouping: bool) -> int:
+    """Documents of a batch in storage at once (UD_STORE_WORKERS): by default 32 where their
+    triples are written together (most of them are waiting for the others' there), else 4."""
+    return max(1, int(os.environ.get("UD_STORE_WORKERS", "32" if grouping else "4")))
 
 
-def group_linger_s() -> float:
+def group_linger_s(backend: str) -> float:
     """The longest a document's triples wait for other documents' to be written with them
-    (UD_GROUP_LINGER_S, default 1; 0 writes each document's on its own)."""
-    return max(0.0, float(os.environ.get("UD_GROUP_LINGER_S", "1.0")))
+    (UD_GROUP_LINGER_S; 0 writes each document's on its own). By default 1 s on Cassandra, where a
+    write of many documents' quads costs the server a fraction of a write each, and 0 on the
+    embedded librarian, where grouping measured no faster and only delayed each document."""
+    default = "1.0" if backend == "cassandra" else "0"
+    return max(0.0, float(os.environ.get("UD_GROUP_LINGER_S", default)))
 
 
 def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator[dg.AssetMaterialization, None, Done]:
@@ -188,10 +193,11 @@ def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator
     from ud_assets.processing.runner import process_document
 
     lib, keys, ahead, result = batch.librarian, batch.keys, batch.ahead, Done()
-    width = store_workers() if len(keys) > 1 else 1
+    grouping = len(keys) > 1 and batch.group_linger_s > 0
+    width = store_workers(grouping) if len(keys) > 1 else 1
     # Documents stored side by side write their triples together (resources/grouped_inserts.py):
     # a write of many documents' quads costs the triple store a fraction of one write each.
-    grouped = GroupedInserts(lib.triples, linger_s=group_linger_s()) if width > 1 and group_linger_s() > 0 else None
+    grouped = GroupedInserts(lib.triples, linger_s=batch.group_linger_s) if grouping and width > 1 else None
     if grouped is not None:
         lib = grouping_inserts(lib, grouped)
 
