@@ -71,6 +71,10 @@ _seen = 0
 _pool_stage: dict[object, str] = {}  # object id -> the stage whose put_children writes it
 _thread = threading.local()  # .stage: the stage of the put_children this thread is in
 fired: list[dict[str, Any]] = []  # the kill points reached in this process
+# The subjects of each triple insert since the kill point was armed, by stage: the event carries
+# them, so a test can tell whose quads a write carried (resources/grouped_inserts.py writes several
+# documents' at once).
+_inserts: dict[str, list[list[str]]] = {}
 
 
 def arm(point: dict[str, Any] | None) -> None:
@@ -78,6 +82,7 @@ def arm(point: dict[str, Any] | None) -> None:
     global _armed, _seen
     with _lock:
         _armed, _seen = point, 0
+        _inserts.clear()
 
 
 def current_stage() -> str:
@@ -103,6 +108,9 @@ def _observe(part: str, method: str, args: tuple) -> None:
         return
     stage = _pool_stage.get(args[0], "") if part == "objects" and args else ""
     stage = stage or current_stage()
+    if part == "triples" and method == "insert" and args and isinstance(args[0], list):
+        with _lock:
+            _inserts.setdefault(stage, []).append(sorted({quad.s for quad in args[0]}))
     if stage != point["stage"] or (point.get("part") and point["part"] != part):
         return
     global _seen
@@ -113,7 +121,9 @@ def _observe(part: str, method: str, args: tuple) -> None:
         if _seen < int(point.get("nth", 1)):
             return
         _armed = None
-    event = {**point, "part_called": part, "method": method, "pid": os.getpid()}
+    with _lock:
+        inserts = {name: list(sizes) for name, sizes in _inserts.items()}
+    event = {**point, "part_called": part, "method": method, "pid": os.getpid(), "triple_inserts": inserts}
     fired.append(event)
     path = os.environ["UD_FAULTS"]
     with open(path + ".tmp", "w") as f:

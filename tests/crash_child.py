@@ -2,10 +2,12 @@
 
     python -m tests.crash_child '{"workspace": ..., "bucket": ...}'   (UD_FAULTS set: resources/faults.py)
 
-It reads one JSON command a line from stdin, {"run": key, "arm": kill point or null}, arms the
-kill point (resources.faults.arm), runs the project's job for that one partition with the time
-pinned (tests/end_state.py) and answers on stdout with a line "CRASH-CHILD {json}": the key, the
-run's success and its first step failure. A killed child answers nothing: its stdout ends.
+It reads one JSON command a line from stdin, {"run": key or [keys], "arm": kill point or null},
+arms the kill point (resources.faults.arm), runs the project's job for that one partition (or the
+batch of those partitions, as a range run) with the time pinned (tests/end_state.py) and answers on
+stdout with a line "CRASH-CHILD {json}": the key, the run's success and its first step failure. A
+killed child answers nothing: its stdout ends. With "dagster_home" in its spec, its Dagster
+instance lives in that folder, so another process can read what a killed run had materialized.
 """
 
 from __future__ import annotations
@@ -33,12 +35,14 @@ def main() -> None:
 
     assert faults.ENABLED, "UD_FAULTS is not set: no kill point can fire"
     resource = LibrarianResource(backend="cassandra", workspace=spec["workspace"], bucket=spec["bucket"])
-    with dg.instance_for_test() as instance, pinned_time():
+    home = spec.get("dagster_home")
+    with dg.DagsterInstance.local_temp(home) if home else dg.instance_for_test() as instance, pinned_time():
         say({"ready": os.getpid()})
         for line in sys.stdin:
             command = json.loads(line)
             faults.arm(command.get("arm"))
-            result = run(resource, instance, [command["run"]])
+            keys = command["run"] if isinstance(command["run"], list) else [command["run"]]
+            result = run(resource, instance, keys)
             faults.arm(None)
             events = result.get_step_failure_events()
             error = events[0].step_failure_data.error.message[:300] if events else ""

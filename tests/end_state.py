@@ -270,3 +270,26 @@ def assert_same_state(state: State, reference: State, what: str) -> None:
     assert state.entity_rows == reference.entity_rows, (
         f"{what}: quads_by_entity has {len(state.entity_rows)} rows instead of {len(reference.entity_rows)}"
     )
+
+
+def document_slice(state: State, document_id: str) -> dict[str, object]:
+    """What a state holds of one document: its row and its descendants' (through their parent
+    links), their objects' bytes, its generation and elements, and the quads about any of them
+    (subject: the document's IRI or a descendant's id). Two states that agree here agree on
+    everything that document's materialization stored."""
+    from ud_assets.decoding.ids import document_iri
+
+    ids = {document_id} if document_id in state.documents else set()
+    while True:
+        more = {i for i, row in state.documents.items() if row[1] in ids} - ids
+        if not more:
+            break
+        ids |= more
+    subjects = ids | {document_iri(document_id)}
+    return {
+        "rows": {i: state.documents[i] for i in ids},
+        "contents": {i: state.contents[i] for i in ids},
+        "generation": state.generations.get(document_id),
+        "elements": state.elements.get(document_id),
+        "quads": {q for q in state.quads if q[2] in subjects},
+    }

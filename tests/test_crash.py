@@ -42,7 +42,14 @@ import pytest
 
 from tests import crash_child, docgen
 from tests.defs.test_assets import run, upload
-from tests.end_state import State, assert_same_state, drop_bucket, pinned_time, read_cassandra_state
+from tests.end_state import (
+    State,
+    assert_same_state,
+    document_slice,
+    drop_bucket,
+    pinned_time,
+    read_cassandra_state,
+)
 from ud_assets.decoding import detect
 from ud_assets.defs.resources import LibrarianResource
 
@@ -292,12 +299,23 @@ def reference(servers_restored, graph_cassandra_run, buckets) -> Reference:
 class Child:
     """The run's own process (tests/crash_child.py), with UD_FAULTS naming its kill-point file."""
 
-    def __init__(self, workspace: str, bucket: str, env: dict[str, str], fault_file: Path, log: Path):
+    def __init__(
+        self,
+        workspace: str,
+        bucket: str,
+        env: dict[str, str],
+        fault_file: Path,
+        log: Path,
+        dagster_home: Path | None = None,
+    ):
         self.fault_file = fault_file
         env = {**env, "UD_FAULTS": str(fault_file), "UD_S3_MAX_ATTEMPTS": "2"}
         self.stderr = log.open("a")
+        spec = {"workspace": workspace, "bucket": bucket}
+        if dagster_home is not None:
+            spec["dagster_home"] = str(dagster_home)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.crash_child", json.dumps({"workspace": workspace, "bucket": bucket})],
+            [sys.executable, "-m", "tests.crash_child", json.dumps(spec)],
             cwd=REPO,
             env=env,
             stdin=subprocess.PIPE,
@@ -320,7 +338,7 @@ class Child:
     def answer(self, timeout: float = ANSWER_TIMEOUT) -> dict | None:
         return self.answers.get(timeout=timeout)
 
-    def send(self, key: str, arm: dict | None = None) -> None:
+    def send(self, key: str | list[str], arm: dict | None = None) -> None:
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps({"run": key, "arm": arm}) + "\n")
         self.proc.stdin.flush()
@@ -514,3 +532,74 @@ def test_a_server_kill_makes_runs_fail(batches):
         outcome = batches(target)
         failed = [stage for stage, kill in outcome.kills.items() if kill.first and not kill.first["success"]]
         assert len(failed) >= 3, f"{target}: only {failed} failed with the server killed under them"
+
+
+# -- a batch whose documents write their triples together, killed ----------------------------
+
+# The batch stores its documents side by side and their triples wait for each other's (a long
+# linger: resources/grouped_inserts.py), so the provenance triples of several documents go in one
+# write. It pauses right after the chunks stage's second triples write, and the test SIGKILLs the
+# run's process once at least one document of the batch is recorded as materialized.
+GROUPED_KILL_POINT = {"stage": "chunks", "part": "triples", "nth": 2, "action": "pause"}
+GROUPED_ENV = {"UD_GROUP_LINGER_S": "30"}
+
+
+def materialized(dagster_home: Path) -> set[str]:
+    """The partitions a run in that instance recorded as materialized (any asset: a batch records a
+    document's materializations only once the whole document is stored)."""
+    with dg.DagsterInstance.local_temp(str(dagster_home)) as instance:
+        records = instance.fetch_materializations(dg.AssetKey("document"), limit=1000).records
+        return {r.asset_materialization.partition for r in records if r.asset_materialization}
+
+
+@pytest.mark.services
+@pytest.mark.timeout(900)
+def test_a_grouped_batch_killed_mid_run_keeps_what_it_materialized_and_a_rerun_converges(
+    servers_restored, reference, graph_cassandra_run, buckets, tmp_path
+):
+    """SIGKILL in the middle of a batch that groups its documents' triple writes: every document
+    the killed run recorded as materialized is stored whole (rows, objects, generation, quads equal
+    to the undisturbed reference's), and a rerun of the batch ends in exactly the reference state."""
+    workspace, bucket = graph_cassandra_run.new_workspace(), buckets("grouped")
+    resource = LibrarianResource(backend="cassandra", workspace=workspace, bucket=bucket)
+    upload_batch(resource)
+    env = {**servers_restored, **GROUPED_ENV}
+    home, fault_file = tmp_path / "dagster", tmp_path / "fault-grouped"
+    home.mkdir()
+    child = Child(workspace, bucket, env, fault_file, tmp_path / "child.log", dagster_home=home)
+    try:
+        child.send(BATCH, {**GROUPED_KILL_POINT})
+        event, answer = child.wait_for_kill_point()
+        assert event is not None, f"the kill point never fired: the batch ended with {answer}"
+        deadline = time.monotonic() + 120
+        done = materialized(home)
+        while not done and time.monotonic() < deadline:
+            time.sleep(0.1)
+            done = materialized(home)
+        child.proc.send_signal(signal.SIGKILL)
+        assert child.proc.wait(60) == -signal.SIGKILL
+    finally:
+        fault_file.unlink(missing_ok=True)
+        child.close()
+    done = materialized(home)  # what the run recorded before it died, read again after the kill
+    assert done, "no document of the batch was recorded as materialized before the kill"
+    assert done < set(BATCH), f"the whole batch was materialized before the kill: {sorted(done)}"
+    killed = read_cassandra_state(workspace, bucket)
+    for key in sorted(done):
+        assert document_slice(killed, key) == document_slice(reference.state, key), (
+            f"{key} was recorded as materialized, but what is stored of it differs from the reference"
+        )
+    subjects = {key: {q[2] for q in document_slice(reference.state, key)["quads"]} for key in BATCH}
+    writes = [set(write) for stage_writes in event["triple_inserts"].values() for write in stage_writes]
+    shared = [sorted(k for k in BATCH if subjects[k] & write) for write in writes]
+    assert any(len(keys) > 1 for keys in shared), f"no triples write carried two documents' quads: {shared}"
+
+    rerun = Child(workspace, bucket, {**servers_restored, **GROUPED_ENV}, fault_file, tmp_path / "rerun.log")
+    try:
+        rerun.send(BATCH)
+        answer = rerun.answer()
+    finally:
+        rerun.close()
+    assert answer is not None and answer["success"], f"the rerun of the batch failed: {answer}"
+    assert_same_state(read_cassandra_state(workspace, bucket), reference.state, "after the grouped batch's kill")
+    print(f"grouped batch: the writes' documents {shared}; materialized before the kill {sorted(done)}")
