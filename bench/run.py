@@ -28,10 +28,14 @@ deployment's long-running node is (a node just started costs about twice the CPU
 - like for like (issue #28; --no-like-for-like skips it): unstructured-ingest chunked by_title into
   its sqlite destination (unstructured-ingest's own `elements` table) against the graph on the
   embedded librarian, and into its s3 destination on the same MinIO against the graph on MinIO +
-  Cassandra, fresh processes, on the corpus and the small documents, with what each side stored.
+  Cassandra, on the corpus and the small documents, with what each side stored. Both sides are
+  fresh processes that run nothing before: the graph's side is a worker of its own without the
+  warm-up run the timed graph_s workers make (it pays its imports in the run, as `dagster job
+  execute` does).
 - cpu_per_document_ms: CPU-seconds from /proc (bench.cpu) per small document: the graph worker's
   process tree (on MinIO + Cassandra, and graph_embedded_* on the embedded librarian), bare
-  partition(), Cassandra's JVM and MinIO apart; embedded_small: the small
+  partition(), Cassandra's JVM and MinIO apart (graph_default_mean: the run's CPU over its
+  documents with the default workers, whose triples are written together); embedded_small: the small
   documents on the embedded librarian; cluster_capacity: python -m bench.cluster's latest figures.
 
 Targets: graph_s / raw_warm_s <= 1.25; upload_to_triples_s / cold_partition_s <= 1.5; large-PDF
@@ -173,6 +177,7 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
         "cold": [],
         "ingest": [],
         "embedded": [],
+        "fresh": [],
         "ingest_sqlite": [],
         "ingest_s3": [],
     }
@@ -215,9 +220,13 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
         if args.ingest:
             samples["ingest"].append(run_ingest(args, runner, folder, paths, workdir / f"ingest-{round_}", suffix))
         if args.like_for_like:
-            log(f"graph: decode_documents over {len(keys)} partitions on the embedded librarian{suffix}")
+            # The graph's side of the peer comparisons: a fresh process and nothing else, as a
+            # person runs the job (the timed runs above are warmed up first, the peer is not).
+            log(f"graph: decode_documents over {len(keys)} partitions from a fresh process{suffix}")
+            samples["fresh"].append(graph_run(runner, footprint, keys, warmup, f"gf{round_}", warm=False))
+            log(f"graph: decode_documents over {len(keys)} partitions on the embedded librarian, fresh{suffix}")
             samples["embedded"].append(
-                graph_run(runner, footprint, keys, warmup, f"ge{round_}", workdir / f"embedded-{round_}")
+                graph_run(runner, footprint, keys, warmup, f"ge{round_}", workdir / f"embedded-{round_}", warm=False)
             )
             if args.ingest:
                 for destination in ("sqlite", "s3"):
@@ -295,7 +304,7 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
         triples = runner.worker("triples", {"workspace": ws_triples, "bucket": footprint.bucket, "count": args.triples})
 
     result = compute(samples, large_graph, large_bare, triples, corpus_info, keys)
-    result["like_for_like_corpus"] = like_for_like_side(samples["graph"], samples["embedded"], samples)
+    result["like_for_like_corpus"] = like_for_like_side(samples["fresh"], samples["embedded"], samples)
     if small is not None:
         result["figures"].update(small["figures"])
     result["figures"]["like_for_like"] = like_for_like(
@@ -331,17 +340,21 @@ def graph_run(
     warmup: Path,
     name: str,
     embedded_home: Path | None = None,
+    warm: bool = True,
 ) -> dict:
-    """The graph over keys in a fresh worker (after its warm-up run over the warm-up document), on
-    MinIO + Cassandra (fresh workspaces of footprint) or on the embedded librarian in a fresh
-    folder embedded_home; with the CPU MinIO and Cassandra spent meanwhile (servers_cpu_s, /proc)."""
+    """The graph over keys in a fresh worker (after its warm-up run over the warm-up document,
+    unless not `warm`: then the run pays its imports as `dagster job execute` does), on MinIO +
+    Cassandra (fresh workspaces of footprint) or on the embedded librarian in a fresh folder
+    embedded_home; with the CPU MinIO and Cassandra spent meanwhile (servers_cpu_s, /proc)."""
     warmup_key = "ud-bench-warmup.pdf"
-    ws_warm, ws = footprint.workspace(f"{name}w"), footprint.workspace(name)
+    ws_warm, ws = footprint.workspace(f"{name}w") if warm else "", footprint.workspace(name)
     if embedded_home is not None:
-        upload_embedded(embedded_home, ws_warm, {warmup_key: warmup})
+        if warm:
+            upload_embedded(embedded_home, ws_warm, {warmup_key: warmup})
         upload_embedded(embedded_home, ws, keys)
     else:
-        footprint.upload(ws_warm, {warmup_key: warmup})
+        if warm:
+            footprint.upload(ws_warm, {warmup_key: warmup})
         footprint.upload(ws, keys)
     servers = cpu_mod.service_pids()
     before = cpu_mod.snapshot(servers)
@@ -451,6 +464,8 @@ def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
         "ingest_s3": [],
         "sequential": [],
         "sequential_embedded": [],
+        "fresh": [],
+        "embedded_fresh": [],
     }
     for round_ in range(1, args.repeat + 1):
         suffix = f" (round {round_}/{args.repeat})" if args.repeat > 1 else ""
@@ -466,6 +481,14 @@ def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
             log(f"small documents: the same on the embedded librarian (CPU per document){suffix}")
             home = workdir / f"small-embedded-sequential-{round_}"
             samples["sequential_embedded"].append(graph_run(sequential, footprint, keys, warmup, f"qe{round_}", home))
+        if args.like_for_like:
+            # The peer comparison's side: fresh processes with nothing run before (as measure()'s).
+            log(f"small documents: the graph from a fresh process, MinIO + Cassandra and embedded{suffix}")
+            samples["fresh"].append(graph_run(runners["default"], footprint, keys, warmup, f"sf{round_}", warm=False))
+            home = workdir / f"small-embedded-fresh-{round_}"
+            samples["embedded_fresh"].append(
+                graph_run(runners["default"], footprint, keys, warmup, f"ef{round_}", home, warm=False)
+            )
         for name, runner in runners.items():
             log(f"small documents: the graph over {len(keys)} partitions, parse workers {name}{suffix}")
             samples[name].append(graph_run(runner, footprint, keys, warmup, f"s{name[0]}{round_}"))
@@ -528,7 +551,7 @@ def compute_small(samples: dict, keys: dict, generated: list[dict]) -> dict:
     figures["cpu_per_document_ms"] = cpu_per_document(samples, name_to_key)
     figures["embedded_small"] = embedded_small(samples, raw_file_s, len(keys))
     figures["parse_workers"] = parse_workers_figures(samples)
-    side = like_for_like_side(samples["default"], samples.get("embedded_default", []), samples)
+    side = like_for_like_side(samples.get("fresh", []), samples.get("embedded_fresh", []), samples)
     return {
         "figures": figures,
         "like_for_like": side,
@@ -688,6 +711,15 @@ def cpu_per_document(samples: dict, name_to_key: dict) -> dict:
                 if "cpu_s" in s["corpus"]
             ]
         ),
+        # the same with the default workers: documents stored side by side and their triples
+        # written together on Cassandra, which the sequential figures never see
+        "graph_default_mean": report.median(
+            [
+                1000 * s["corpus"]["cpu_s"] / s["corpus"]["documents"]
+                for s in samples.get("default", [])
+                if "cpu_s" in s["corpus"]
+            ]
+        ),
         "graph_sequential_mean": report.median(
             [1000 * s["corpus"]["cpu_s"] / s["corpus"]["documents"] for s in runs if "cpu_s" in s["corpus"]]
         ),
@@ -713,6 +745,7 @@ def cpu_per_document(samples: dict, name_to_key: dict) -> dict:
         ("graph_p95", "bare_p95", "graph_over_bare_p95"),
         ("graph_embedded_median", "bare_median", "graph_embedded_over_bare_median"),
         ("graph_embedded_p95", "bare_p95", "graph_embedded_over_bare_p95"),
+        ("graph_default_mean", "bare_mean", "graph_default_over_bare_mean"),
     ):
         out[key] = out[graph_key] - out[bare_key] if None not in (out[graph_key], out[bare_key]) else None
     return out

@@ -255,6 +255,27 @@ def test_cpu_per_document_takes_the_sequential_run_and_counts_the_servers_apart(
     assert out["minio_median"] is None
     assert out["graph_mean"] == pytest.approx(200.0)  # the 1-worker run's 0.6 s over 3 documents
     assert out["graph_step_median"] is None  # no split in these samples
+    assert out["graph_default_mean"] is None  # no default-workers run among these samples
+
+
+def test_cpu_per_document_reports_the_default_run_whose_triples_are_written_together():
+    """Stored side by side, documents share writes, which a run storing one at a time never shows:
+    its mean per document is the run's CPU over its documents, against the bare loop's mean."""
+    from bench.run import cpu_per_document
+
+    def run(cpu_s):
+        return {"corpus": {"document_cpu_s": {"a": 0.1, "b": 0.1}, "documents": 2, "triples": 20, "cpu_s": cpu_s}}
+
+    samples = {
+        "raw": [{"files": [{"file": "a", "cpu_s": 0.03}, {"file": "b", "cpu_s": 0.05}], "loop_cpu_s": 0.08}],
+        "sequential": [run(0.2)],
+        "1worker": [run(0.2)],
+        "default": [run(0.14), run(0.12), run(0.16)],
+    }
+    out = cpu_per_document(samples, {"a": "a", "b": "b"})
+    assert out["graph_default_mean"] == pytest.approx(70.0)  # the median run's 0.14 s over 2 documents
+    assert out["bare_mean"] == pytest.approx(40.0)
+    assert out["graph_default_over_bare_mean"] == pytest.approx(30.0)
 
 
 def _split_run(step: dict, parse: dict) -> dict:

@@ -304,3 +304,26 @@ def test_cluster_rounds_combine_into_the_median_per_part():
     assert capacity["projection"]["1"] == {"documents_per_hour": 14_400, "saturates": cluster.WORKER_PART}
     assert capacity["projection"]["4"] == {"documents_per_hour": 36_000, "saturates": "cassandra1"}
     assert len(combined["rounds"]) == 3
+
+
+def test_the_peer_comparison_takes_the_graph_from_a_fresh_process_without_a_warm_up_run(tmp_path):
+    """The timed graph_s workers run a warm-up first; the peer does not, nor does a person's
+    `dagster job execute`. The like-for-like side is the worker that ran nothing before."""
+    keys = {"a.pdf": tmp_path / "a.pdf"}
+
+    def graph_run(total_s, cpu_s):
+        corpus = {"run_s": 5.0, "done_at": 50.0 + total_s, "document_s": {"a.pdf": 1.2}, "failures": {}}
+        return {"corpus": {**corpus, "stored": {"documents": 1}}, "process": {"launched_at": 50.0, "cpu_s": cpu_s}}
+
+    samples = {
+        "raw": [{"loop_s": 4.0, "files": [{"file": "a.pdf", "s": 1.0}]}],
+        "1worker": [graph_run(20.0, 9.0)],
+        "default": [graph_run(19.0, 9.0), graph_run(21.0, 9.5), graph_run(20.0, 9.2)],  # warmed up first
+        "fresh": [graph_run(17.0, 8.0), graph_run(16.0, 7.5), graph_run(18.0, 8.4)],
+        "embedded_fresh": [graph_run(12.0, 6.0)],
+        "ingest": [],
+    }
+    side = compute_small(samples, keys, [{"format": "PDF", "bytes": 10}])["like_for_like"]
+    assert side["graph_services"]["wall_s"] == 17.0 and side["graph_services"]["cpu_s"] == 8.0
+    assert side["graph_embedded"]["wall_s"] == 12.0
+    assert side["ingest_s3"] is None  # the peer not measured: no ratio
