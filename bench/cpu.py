@@ -16,7 +16,8 @@ import bisect
 import os
 import resource
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,6 +138,45 @@ def service_pids(folder: Path | None = None) -> dict[str, list[int]]:
         if pid:
             out[name] = [pid]
     return out
+
+
+def _threads(pids: Iterable[int]) -> list[int]:
+    out = []
+    for pid in pids:
+        try:
+            out.extend(int(t) for t in os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            pass  # the server ended meanwhile
+    return out
+
+
+def _pin(threads: Iterable[int], cores: set[int]) -> None:
+    for thread in threads:
+        try:
+            os.sched_setaffinity(thread, cores)
+        except OSError:
+            pass  # the thread ended meanwhile
+
+
+@contextmanager
+def servers_apart(servers: Mapping[str, Iterable[int]]) -> Iterator[bool]:
+    """The servers' threads on the last core, the calling thread (and so the workers it starts
+    meanwhile, which inherit its affinity) on the others; restored after. A deployment's Cassandra
+    and MinIO run on machines of their own: this puts them on a core of their own, the nearest
+    this machine has. Yields False, pinning nothing, with fewer than two cores."""
+    cores = set(os.sched_getaffinity(0))
+    pids = [pid for part in servers.values() for pid in part]
+    if len(cores) < 2 or not pids:
+        yield False
+        return
+    server_core = {max(cores)}
+    try:
+        _pin(_threads(pids), server_core)  # threads started later inherit their creator's
+        os.sched_setaffinity(0, cores - server_core)
+        yield True
+    finally:
+        os.sched_setaffinity(0, cores)
+        _pin(_threads(pids), cores)
 
 
 def descendants(root: int, stats: Mapping[int, Stat]) -> list[int]:

@@ -31,7 +31,9 @@ deployment's long-running node is (a node just started costs about twice the CPU
   Cassandra, on the corpus and the small documents, with what each side stored. Both sides are
   fresh processes that run nothing before: the graph's side is a worker of its own without the
   warm-up run the timed graph_s workers make (it pays its imports in the run, as `dagster job
-  execute` does).
+  execute` does). On the small documents the MinIO + Cassandra pair is also run with both servers
+  on a core of their own and both pipelines on the other (bench.cpu.servers_apart):
+  like_for_like.services_vs_ingest_s3_servers_apart, a figure beside the target, not the target.
 - cpu_per_document_ms: CPU-seconds from /proc (bench.cpu) per small document: the graph worker's
   process tree (on MinIO + Cassandra, and graph_embedded_* on the embedded librarian), bare
   partition(), Cassandra's JVM and MinIO apart (graph_default_mean: the run's CPU over its
@@ -310,6 +312,10 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
     result["figures"]["like_for_like"] = like_for_like(
         result["like_for_like_corpus"], small["like_for_like"] if small else None
     )
+    apart = small.get("like_for_like_servers_apart") if small else None
+    result["figures"]["like_for_like"]["services_vs_ingest_s3_servers_apart"] = {
+        "small": like_for_like(None, apart)["services_vs_ingest_s3"]["small"]
+    }
     result["figures"]["cluster_capacity"] = cluster_capacity(args.cluster_json)
     result["targets"] = report.figures_and_verdicts(result["figures"])
     if small is not None:
@@ -466,6 +472,8 @@ def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
         "sequential_embedded": [],
         "fresh": [],
         "embedded_fresh": [],
+        "apart": [],
+        "apart_s3": [],
     }
     for round_ in range(1, args.repeat + 1):
         suffix = f" (round {round_}/{args.repeat})" if args.repeat > 1 else ""
@@ -489,6 +497,28 @@ def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
             samples["embedded_fresh"].append(
                 graph_run(runners["default"], footprint, keys, warmup, f"ef{round_}", home, warm=False)
             )
+            if args.ingest:
+                # The same pair with Cassandra and MinIO on a core of their own and both pipelines
+                # on the other, as a deployment's servers run on machines of their own: what the
+                # pipelines cost, without the servers' share of two cores.
+                with cpu_mod.servers_apart(cpu_mod.service_pids()) as apart:
+                    if apart:
+                        log(f"small documents: the graph and the peer into s3, servers on a core of their own{suffix}")
+                        samples["apart"].append(
+                            graph_run(runners["default"], footprint, keys, warmup, f"sa{round_}", warm=False)
+                        )
+                        samples["apart_s3"].append(
+                            run_ingest_to(
+                                args,
+                                runners["default"],
+                                folder,
+                                paths,
+                                workdir / f"small-ingest-apart-{round_}",
+                                "s3",
+                                footprint.bucket,
+                                suffix,
+                            )
+                        )
         for name, runner in runners.items():
             log(f"small documents: the graph over {len(keys)} partitions, parse workers {name}{suffix}")
             samples[name].append(graph_run(runner, footprint, keys, warmup, f"s{name[0]}{round_}"))
@@ -552,9 +582,11 @@ def compute_small(samples: dict, keys: dict, generated: list[dict]) -> dict:
     figures["embedded_small"] = embedded_small(samples, raw_file_s, len(keys))
     figures["parse_workers"] = parse_workers_figures(samples)
     side = like_for_like_side(samples.get("fresh", []), samples.get("embedded_fresh", []), samples)
+    apart = like_for_like_side(samples.get("apart", []), [], {"ingest_s3": samples.get("apart_s3", [])})
     return {
         "figures": figures,
         "like_for_like": side,
+        "like_for_like_servers_apart": apart,
         # The same figures under the names issue #15 gives them, for this corpus of small documents.
         **issue_names(figures),
         "failures": undecoded,

@@ -333,3 +333,37 @@ def test_cpu_per_document_has_no_embedded_figures_without_its_run():
     run = {"corpus": {"document_cpu_s": {"a": 0.05}, "documents": 1, "cpu_s": 0.05}, "servers_cpu_s": {}}
     out = cpu_per_document({"raw": [raw], "sequential": [run], "1worker": [run]}, {"a": "a"})
     assert out["graph_embedded_median"] is None and out["graph_embedded_over_bare_median"] is None
+
+
+def test_servers_apart_pins_the_servers_threads_to_a_core_of_their_own_and_restores_them():
+    """A stand-in server with several threads: inside, all its threads are on the last core and
+    the caller (whose children inherit it) on the others; after, both have every core again."""
+    import subprocess
+    import sys
+
+    from bench.cpu import servers_apart
+
+    code = "import threading, time\nfor _ in range(3): threading.Thread(target=time.sleep, args=(60,)).start()\ntime.sleep(60)"
+    server = subprocess.Popen([sys.executable, "-c", code])
+    cores = set(os.sched_getaffinity(0))
+    try:
+        while len(os.listdir(f"/proc/{server.pid}/task")) < 4:
+            time.sleep(0.01)
+        threads = [int(t) for t in os.listdir(f"/proc/{server.pid}/task")]
+        with servers_apart({"server": [server.pid]}) as apart:
+            assert apart == (len(cores) > 1)
+            if apart:
+                assert {frozenset(os.sched_getaffinity(t)) for t in threads} == {frozenset({max(cores)})}
+                assert os.sched_getaffinity(0) == cores - {max(cores)}
+                child = subprocess.run(
+                    [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                assert child.stdout.strip() == str(sorted(cores - {max(cores)}))
+        assert os.sched_getaffinity(0) == cores
+        assert all(os.sched_getaffinity(t) == cores for t in threads)
+    finally:
+        server.kill()
+        server.wait()

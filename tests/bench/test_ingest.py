@@ -322,8 +322,15 @@ def test_the_peer_comparison_takes_the_graph_from_a_fresh_process_without_a_warm
         "fresh": [graph_run(17.0, 8.0), graph_run(16.0, 7.5), graph_run(18.0, 8.4)],
         "embedded_fresh": [graph_run(12.0, 6.0)],
         "ingest": [],
+        # the same pair with the servers on a core of their own
+        "apart": [graph_run(14.0, 7.0)],
+        "apart_s3": [{"stored": {"documents": 1}, "process": {"wall_s": 20.0, "cpu_s": 9.0}, "failures": {}}],
     }
-    side = compute_small(samples, keys, [{"format": "PDF", "bytes": 10}])["like_for_like"]
+    out = compute_small(samples, keys, [{"format": "PDF", "bytes": 10}])
+    side = out["like_for_like"]
     assert side["graph_services"]["wall_s"] == 17.0 and side["graph_services"]["cpu_s"] == 8.0
     assert side["graph_embedded"]["wall_s"] == 12.0
     assert side["ingest_s3"] is None  # the peer not measured: no ratio
+    apart = out["like_for_like_servers_apart"]
+    assert (apart["graph_services"]["wall_s"], apart["ingest_s3"]["wall_s"]) == (14.0, 20.0)
+    assert apart["graph_embedded"] is None
