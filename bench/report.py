@@ -52,12 +52,18 @@ TARGETS = (
     ),
     # The peer: what a user runs instead (bench.ingest). Both fresh processes, timed from launch:
     # the graph does more (librarian, sections, chunks, triples), and still has to be faster.
-    Target("graph_vs_ingest", "max", 0.9, "graph_total_s / unstructured-ingest's ingest_s (both from launch)"),
+    Target(
+        "graph_vs_ingest",
+        "max",
+        0.9,
+        "graph_fresh_total_s (else graph_total_s) / unstructured-ingest's ingest_s (both from launch)",
+    ),
     Target(
         "small_graph_vs_ingest",
         "max",
         0.9,
-        "small documents: graph_total_s (default parse workers) / unstructured-ingest's ingest_s",
+        "small documents: graph_fresh_total_s (else graph_total_s; default parse workers) / unstructured-ingest's "
+        "ingest_s",
     ),
     # Issue #28: like for like (the peer chunks by_title into a database too), CPU apart from the
     # servers', and the embedded default where no server shares the cores.
@@ -164,6 +170,15 @@ def spread(values: list[float | None]) -> float | None:
     return (max(present) - min(present)) / mid if mid else None
 
 
+def peer_side(figures: dict, prefix: str) -> float | None:
+    """The graph's wall time against the peer's from launch: the fresh worker's, which runs nothing
+    before the job as the peer does (`{prefix}graph_fresh_total_s`, measured with the like-for-like
+    runs), else the warmed worker's (`{prefix}graph_total_s`, which first runs the job over the
+    warm-up document)."""
+    fresh = figures.get(f"{prefix}graph_fresh_total_s")
+    return fresh if fresh is not None else figures.get(f"{prefix}graph_total_s")
+
+
 def figures_and_verdicts(figures: dict) -> dict:
     """The ratios of the targets from the measured figures, each with its verdict.
 
@@ -181,8 +196,8 @@ def figures_and_verdicts(figures: dict) -> dict:
         "small_graph_vs_raw_1worker": ratio(figures.get("small_graph_1worker_s"), figures.get("small_raw_warm_s")),
         "small_graph_vs_raw": ratio(figures.get("small_graph_s"), figures.get("small_raw_warm_s")),
         "small_overhead_median_ms": figures.get("small_overhead_median_ms"),
-        "graph_vs_ingest": ratio(figures.get("graph_total_s"), figures.get("ingest_s")),
-        "small_graph_vs_ingest": ratio(figures.get("small_graph_total_s"), figures.get("small_ingest_s")),
+        "graph_vs_ingest": ratio(peer_side(figures, ""), figures.get("ingest_s")),
+        "small_graph_vs_ingest": ratio(peer_side(figures, "small_"), figures.get("small_ingest_s")),
         "embedded_vs_ingest_sqlite_corpus": _nested(figures, "like_for_like", "embedded_vs_ingest_sqlite", "corpus"),
         "embedded_vs_ingest_sqlite_small": _nested(figures, "like_for_like", "embedded_vs_ingest_sqlite", "small"),
         "services_vs_ingest_s3_corpus": _nested(figures, "like_for_like", "services_vs_ingest_s3", "corpus"),
@@ -235,7 +250,8 @@ ROWS = (
     ("raw_warm_s", "raw_warm_s (bare partition loop, warm)", " s"),
     ("graph_s", "graph_s (whole graph, warm worker)", " s"),
     ("raw_total_s", "raw, fresh process incl. start-up", " s"),
-    ("graph_total_s", "graph, fresh process incl. start-up", " s"),
+    ("graph_total_s", "graph, fresh process incl. start-up and a warm-up run", " s"),
+    ("graph_fresh_total_s", "graph, fresh process incl. start-up, nothing run before", " s"),
     ("graph_vs_raw_including_startup", "graph / raw incl. start-up", "x"),
     ("upload_to_triples_s", "upload_to_triples_s (sensor path, fresh process)", " s"),
     ("cold_partition_s", "cold_partition_s (python -c partition)", " s"),
@@ -259,7 +275,8 @@ ROWS = (
     ("small_overhead_median_ms", "small documents: overhead per document, median", " ms"),
     ("small_overhead_p95_ms", "small documents: overhead per document, p95", " ms"),
     ("small_overhead_amortized_ms", "small documents: extra wall time per document, one parse worker", " ms"),
-    ("small_graph_total_s", "small documents: graph, default workers, fresh process", " s"),
+    ("small_graph_total_s", "small documents: graph, default workers, fresh process with a warm-up run", " s"),
+    ("small_graph_fresh_total_s", "small documents: graph, default workers, fresh process, nothing run before", " s"),
     ("small_ingest_s", "small documents: unstructured-ingest CLI, fresh process", " s"),
     ("small_ingest_written", "small documents: unstructured-ingest, documents written", ""),
     ("small_ingest_empty", "small documents: unstructured-ingest, of those without elements", ""),
