@@ -122,7 +122,7 @@ def _observe(part: str, method: str, args: tuple) -> None:
             return
         _armed = None
     with _lock:
-        inserts = {name: list(sizes) for name, sizes in _inserts.items()}
+        inserts = {stage_name: list(subjects) for stage_name, subjects in _inserts.items()}
     event = {**point, "part_called": part, "method": method, "pid": os.getpid(), "triple_inserts": inserts}
     fired.append(event)
     path = os.environ["UD_FAULTS"]
