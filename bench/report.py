@@ -107,13 +107,13 @@ TARGETS = (
         "embedded_one_worker_vs_raw",
         "max",
         1.15,
-        "small documents, embedded librarian: graph_s with one parse worker / raw_warm_s",
+        "small documents, embedded librarian: graph_s with one parse worker / the bare loop run beside it",
     ),
     Target(
         "embedded_default_workers_vs_raw",
         "max",
         0.75,
-        "small documents, embedded librarian: graph_s with the default parse workers / raw_warm_s",
+        "small documents, embedded librarian: graph_s with the default parse workers / the bare loop run beside it",
     ),
     Target(
         "embedded_overhead_median_ms",

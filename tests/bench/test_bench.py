@@ -116,6 +116,28 @@ def test_the_issue_28_verdicts_read_the_nested_report_keys():
     assert report.figures_and_verdicts({})["embedded_small" and "embedded_overhead_median_ms"]["verdict"] == "n/a"
 
 
+def test_the_embedded_ratios_divide_each_run_by_the_bare_loop_beside_it():
+    from bench.run import embedded_small
+
+    def graph(run_s: float) -> dict:
+        return {"corpus": {"run_s": run_s, "document_s": {}}}
+
+    # The machine slowed down between rounds: each graph run is 1.1x the bare loop run just
+    # before it, while over the round's first bare loops the medians make it 1.3x.
+    samples = {
+        "raw": [{"loop_s": 10.0}, {"loop_s": 10.0}, {"loop_s": 10.0}],
+        "embedded_1worker": [graph(11.0), graph(13.2), graph(14.3)],
+        "raw_beside_1worker": [{"loop_s": 10.0}, {"loop_s": 12.0}, {"loop_s": 13.0}],
+        "embedded_default": [graph(7.0), graph(8.0), graph(9.0)],
+    }
+    figures = embedded_small(samples, {}, 200)
+    assert round(figures["one_worker_vs_raw"], 6) == 1.1
+    assert round(figures["one_worker_vs_raw_unpaired"], 6) == 1.32
+    assert figures["raw_beside_s"] == {"1worker": 12.0, "default": None}
+    # Without a bare loop beside every run, the ratio of the medians stands.
+    assert figures["default_workers_vs_raw"] == figures["default_workers_vs_raw_unpaired"] == 0.8
+
+
 def test_like_for_like_is_graph_over_peer_of_fresh_processes():
     from bench.run import like_for_like
 
