@@ -615,6 +615,15 @@ def compute_small(samples: dict, keys: dict, generated: list[dict]) -> dict:
             **{name: [s["corpus"]["run_s"] for s in samples[name]] for name in graph_runs},
             "default_total": small_total,
             "ingest": [s["process"]["wall_s"] for s in samples.get("ingest", [])],
+            # each round's embedded runs and the bare loops run just before them (embedded_small)
+            **{
+                name: [s["corpus"]["run_s"] for s in samples.get(name, [])]
+                for name in ("embedded_1worker", "embedded_default")
+            },
+            **{
+                name: [s["loop_s"] for s in samples.get(name, [])]
+                for name in ("raw_beside_1worker", "raw_beside_default")
+            },
         },
         "ingest_runs": samples.get("ingest", []),
     }

@@ -197,8 +197,14 @@ def test_compute_small_compares_the_graphs_fresh_process_with_ingest(tmp_path):
         "1worker": [graph_run(6.0, 20.0)] * 3,
         "default": [graph_run(5.0, 18.0), graph_run(5.5, 21.0), graph_run(4.5, 19.0)],
         "ingest": [_sample(25.0, 2), _sample(20.0, 2), _sample(30.0, 1, {"b.md": "[partition] x"}, 1)],
+        "embedded_1worker": [graph_run(4.4, 10.0), graph_run(5.5, 10.0), graph_run(4.0, 10.0)],
+        "raw_beside_1worker": [{"loop_s": 4.0}, {"loop_s": 5.0}, {"loop_s": 4.0}],
     }
     out = compute_small(samples, keys, [{"format": "PDF", "bytes": 10}, {"format": "Markdown", "bytes": 5}])
+    # each round's embedded run and the bare loop beside it are in the report, and paired
+    assert out["samples"]["embedded_1worker"] == [4.4, 5.5, 4.0]
+    assert out["samples"]["raw_beside_1worker"] == [4.0, 5.0, 4.0] and out["samples"]["raw_beside_default"] == []
+    assert out["figures"]["embedded_small"]["one_worker_vs_raw"] == pytest.approx(1.1)
     f = out["figures"]
     assert (f["small_graph_total_s"], f["small_ingest_s"]) == (19.0, 25.0)  # medians, from launch
     assert (f["small_ingest_written"], f["small_ingest_empty"], f["small_ingest_failed"]) == (1, 0, 1)
