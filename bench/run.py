@@ -200,7 +200,7 @@ def measure(args, workdir: Path, footprint: Footprint) -> dict:
     for round_ in range(1, args.repeat + 1):
         suffix = f" (round {round_}/{args.repeat})" if args.repeat > 1 else ""
         log(f"raw: partition() over {len(paths)} files in one warm process{suffix}")
-        samples["raw"].append(runner.worker("raw", {"files": [str(p) for p in paths], "warmup": str(warmup)}))
+        samples["raw"].append(bare_loop(runner, paths, warmup))
 
         ws_warm, ws_graph = footprint.workspace(f"gw{round_}"), footprint.workspace(f"g{round_}")
         footprint.upload(ws_warm, {warmup_key: warmup})
@@ -337,6 +337,11 @@ def parse_workers(env: dict) -> int:
     from ud_assets.decoding.limits import Limits
 
     return Limits.from_env(env).workers
+
+
+def bare_loop(runner: Runner, paths: list[Path], warmup: Path) -> dict:
+    """partition() over paths in one warm process, after the warm-up document (workers.run_raw)."""
+    return runner.worker("raw", {"files": [str(p) for p in paths], "warmup": str(warmup)})
 
 
 def graph_run(
@@ -480,9 +485,7 @@ def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
     for round_ in range(1, args.repeat + 1):
         suffix = f" (round {round_}/{args.repeat})" if args.repeat > 1 else ""
         log(f"small documents: partition() over {len(paths)} files in one warm process{suffix}")
-        samples["raw"].append(
-            runners["default"].worker("raw", {"files": [str(p) for p in paths], "warmup": str(warmup)})
-        )
+        samples["raw"].append(bare_loop(runners["default"], paths, warmup))
         log(f"small documents: the graph, one document parsed and one stored at a time (CPU per document){suffix}")
         samples["sequential"].append(graph_run(sequential, footprint, keys, warmup, f"sq{round_}"))
         if args.like_for_like:
@@ -529,9 +532,7 @@ def measure_small(args, workdir: Path, footprint: Footprint, env: dict) -> dict:
                 # loop's own time moves by a fifth between rounds here, more than the margin the
                 # embedded targets measure, so each run is divided by the bare loop beside it.
                 log(f"small documents: partition() over {len(paths)} files, beside the embedded run{suffix}")
-                samples[f"raw_beside_{name}"].append(
-                    runners["default"].worker("raw", {"files": [str(p) for p in paths], "warmup": str(warmup)})
-                )
+                samples[f"raw_beside_{name}"].append(bare_loop(runners["default"], paths, warmup))
                 log(f"small documents: the graph on the embedded librarian, parse workers {name}{suffix}")
                 home = workdir / f"small-embedded-{name}-{round_}"
                 samples[f"embedded_{name}"].append(
