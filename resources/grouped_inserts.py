@@ -7,9 +7,13 @@ run's inserts replayed sixteen to a write took a third to a half of the server's
 write. Inserts rarely meet on their own, though: a batch's documents reach their commit one after
 another, as their parses finish. So an insert waits, up to `linger_s`, for others to join it.
 
-It never waits for what cannot come: the batch says when it cannot start another document before
-one of those in storage finishes (`set_open(False)`: then the waiting inserts are written as soon
-as none has joined for `settle_s`), and when no more documents will come at all (`drain`).
+It never waits for what cannot come. The batch says which documents are in storage
+(`document_started`, `document_ended`), when it cannot start another before one of those ends
+(`set_open(False)`), and when it will start no more at all (`drain`). Once it cannot start
+another, the waiting inserts are written as soon as every document in storage is waiting in an
+insert (nobody is left to join), or none has joined for `settle_s`. A batch's last documents are
+grouped as its others are: `drain` closes the group for good, it does not write each insert alone
+(that left a batch whose parses ended before its first insert with no insert grouped at all).
 
 Each caller still returns only once its own quads are stored, or raises: the group changes what a
 write carries, never what a caller may assume when it returns ("materialized" still means stored).
@@ -62,6 +66,8 @@ class GroupedInserts:
         self._last_arrival = 0.0
         self._open = True
         self._draining = False
+        self._storing = 0  # documents in storage, as the batch says (0: it does not say)
+        self._waiting = 0  # callers inside insert() whose quads are not written yet
         self.inserts = 0  # inserts written, and the writes they took (what the run logs)
         self.writes = 0
 
@@ -72,9 +78,21 @@ class GroupedInserts:
             self._cond.notify_all()
 
     def drain(self) -> None:
-        """No more documents will come: the waiting inserts are written now, later ones at once."""
+        """No more documents will start: closed for good (`set_open(True)` no longer opens it)."""
         with self._cond:
             self._draining = True
+            self._cond.notify_all()
+
+    def document_started(self) -> None:
+        """A document entered storage: it may yet insert. Said by the batch before it hands the
+        document to a store worker, so a closed group never writes before that worker has begun."""
+        with self._cond:
+            self._storing += 1
+
+    def document_ended(self) -> None:
+        """A document left storage (stored, failed or skipped): the others need not wait for it."""
+        with self._cond:
+            self._storing -= 1
             self._cond.notify_all()
 
     def insert(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> int:
@@ -85,41 +103,47 @@ class GroupedInserts:
             self._pending.append(mine)
             self._pending_quads += len(mine.quads)
             self._last_arrival = mine.since
-            while not mine.done:
-                if not mine.taken and self._due():
-                    # This caller writes the whole group (its own insert among them) while others wait.
-                    group, self._pending, self._pending_quads = self._pending, [], 0
-                    for member in group:
-                        member.taken = True
-                    self._cond.release()
-                    try:
-                        writes = self._write(group)
-                    finally:
-                        self._cond.acquire()
-                    self.writes += writes
-                    self.inserts += len(group)
-                    self._cond.notify_all()
-                else:
-                    self._cond.wait(None if mine.taken else self._until_due())
+            self._waiting += 1  # until written; this caller checks at once whether it completes a closed group
+            self._wait_until_written(mine)
         if mine.error is not None:
             raise mine.error
         return len(mine.quads)
+
+    def _wait_until_written(self, mine: _Insert) -> None:
+        """Until the caller's insert is written, by itself or by another caller (with the lock held)."""
+        while not mine.done:
+            if not mine.taken and self._due():
+                # This caller writes the whole group (its own insert among them) while others wait.
+                group, self._pending, self._pending_quads = self._pending, [], 0
+                for member in group:
+                    member.taken = True
+                self._cond.release()
+                try:
+                    writes = self._write(group)
+                finally:
+                    self._cond.acquire()
+                self.writes += writes
+                self.inserts += len(group)
+                self._waiting -= len(group)  # now, not as each caller wakes: a count the next group relies on
+                self._cond.notify_all()
+            else:
+                self._cond.wait(None if mine.taken else self._until_due())
 
     def _due(self) -> bool:
         """Whether the waiting inserts are to be written now (with the lock held)."""
         if not self._pending:
             return False
         now = time.monotonic()
+        closed = self._draining or not self._open
         return (
-            self._draining
-            or self._pending_quads >= self.max_quads
+            self._pending_quads >= self.max_quads
             or now - self._pending[0].since >= self.linger_s
-            or (not self._open and now - self._last_arrival >= self.settle_s)
+            or (closed and (self._waiting >= self._storing or now - self._last_arrival >= self.settle_s))
         )
 
     def _until_due(self) -> float:
         due = self._pending[0].since + self.linger_s
-        if not self._open:
+        if self._draining or not self._open:
             due = min(due, self._last_arrival + self.settle_s)
         return max(0.0, due - time.monotonic())
 

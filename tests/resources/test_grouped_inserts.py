@@ -92,15 +92,73 @@ def test_after_drain_an_insert_is_written_at_once(triples):
 
 
 def test_when_no_document_can_join_the_waiting_inserts_are_written_after_settling(triples):
-    """The batch is at its width (set_open(False)): nobody else can come, so nothing waits the linger."""
+    """The batch is at its width (set_open(False)): no new document can come, so nothing waits the
+    linger; a fourth document in storage that has not reached its insert is waited for settle_s."""
     counted = Counted(triples)
     grouped = GroupedInserts(counted, linger_s=LONG, settle_s=0.05)
+    for _ in range(4):
+        grouped.document_started()
     with ThreadPoolExecutor(3) as pool:
         futures = [pool.submit(grouped.insert, document_quads(n)) for n in range(3)]
         waiting(grouped, 3)
         grouped.set_open(False)
         assert [f.result(timeout=30) for f in futures] == [5, 5, 5]
     assert len(counted.inserts) == 1
+
+
+def test_once_every_document_in_storage_waits_the_group_is_written_without_settling(triples):
+    """Closed, and the last document in storage arrives: nobody is left to join, so the group is
+    written then, however long settle_s is."""
+    counted = Counted(triples)
+    grouped = GroupedInserts(counted, linger_s=LONG, settle_s=LONG)
+    for _ in range(3):
+        grouped.document_started()
+    grouped.set_open(False)
+    with ThreadPoolExecutor(3) as pool:
+        futures = [pool.submit(grouped.insert, document_quads(n)) for n in range(2)]
+        waiting(grouped, 2)
+        assert counted.inserts == []  # the third document may still come
+        futures.append(pool.submit(grouped.insert, document_quads(2)))
+        assert [f.result(timeout=30) for f in futures] == [5, 5, 5]
+    assert [len(q) for q in counted.inserts] == [15]
+
+
+def test_a_document_that_ends_without_inserting_releases_the_others(triples):
+    """A document in storage that ends without an insert (skipped, failed) is waited for no longer."""
+    counted = Counted(triples)
+    grouped = GroupedInserts(counted, linger_s=LONG, settle_s=LONG)
+    for _ in range(3):
+        grouped.document_started()
+    grouped.drain()
+    with ThreadPoolExecutor(2) as pool:
+        futures = [pool.submit(grouped.insert, document_quads(n)) for n in range(2)]
+        waiting(grouped, 2)
+        assert counted.inserts == []
+        grouped.document_ended()
+        assert [f.result(timeout=30) for f in futures] == [5, 5]
+    assert [len(q) for q in counted.inserts] == [10]
+
+
+def test_a_batchs_last_documents_are_grouped_after_drain(triples):
+    """Drain says no document will start, not that the waiting inserts are due: the documents
+    already in storage still write together. (A batch whose parses all ended before its first
+    insert used to write every insert alone.)"""
+    counted = Counted(triples)
+    grouped = GroupedInserts(counted, linger_s=LONG, settle_s=LONG)
+    for _ in range(4):
+        grouped.document_started()
+    grouped.drain()
+    grouped.set_open(True)  # the batch reopens after each document ends: drain stays closed
+    with ThreadPoolExecutor(4) as pool:
+        futures = []
+        for n in range(4):
+            futures.append(pool.submit(grouped.insert, document_quads(n)))
+            if n < 3:
+                waiting(grouped, n + 1)
+                assert counted.inserts == []
+        assert [f.result(timeout=30) for f in futures] == [5] * 4
+    assert [len(q) for q in counted.inserts] == [20]
+    assert (grouped.inserts, grouped.writes) == (4, 1)
 
 
 def test_a_lone_insert_is_written_when_its_linger_ends(triples):

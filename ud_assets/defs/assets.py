@@ -180,6 +180,12 @@ def group_linger_s(backend: str) -> float:
     return max(0.0, float(os.environ.get("UD_GROUP_LINGER_S", default)))
 
 
+def group_settle_s() -> float:
+    """Once the batch can start no other document, how long waiting triples wait for one more
+    document's (UD_GROUP_SETTLE_S, 0.02 s) while a document in storage has not reached its insert."""
+    return max(0.0, float(os.environ.get("UD_GROUP_SETTLE_S", "0.02")))
+
+
 def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator[dg.AssetMaterialization, None, Done]:
     """Each document through the stages, several at once; their materializations as each finishes.
 
@@ -197,7 +203,11 @@ def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator
     width = store_workers(grouping) if len(keys) > 1 else 1
     # Documents stored side by side write their triples together (resources/grouped_inserts.py):
     # a write of many documents' quads costs the triple store a fraction of one write each.
-    grouped = GroupedInserts(lib.triples, linger_s=batch.group_linger_s) if grouping and width > 1 else None
+    grouped = (
+        GroupedInserts(lib.triples, linger_s=batch.group_linger_s, settle_s=group_settle_s())
+        if grouping and width > 1
+        else None
+    )
     if grouped is not None:
         lib = grouping_inserts(lib, grouped)
 
@@ -224,6 +234,8 @@ def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator
         finally:
             if ahead is not None:
                 ahead.release(key)
+            if grouped is not None:
+                grouped.document_ended()
 
     # Parsed ahead, documents come back as their parses finish (largest started first).
     order = ahead.in_completion_order(keys) if ahead is not None else iter(keys)
@@ -243,10 +255,12 @@ def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator
                     if index in (1, len(keys)) or now - last_progress >= PROGRESS_EVERY_S:
                         context.log.info(f"[{index}/{len(keys)}] {key}")
                         last_progress = now
+                    if grouped is not None:
+                        grouped.document_started()
                     running[pool.submit(store, key)] = key
                     continue
                 if grouped is not None and key is None:
-                    grouped.drain()  # the last documents: nothing is left to wait for
+                    grouped.drain()  # the last documents: only those in storage can still join
             if not running:
                 break
             if grouped is not None:
