@@ -10,8 +10,9 @@ another, as their parses finish. So an insert waits, up to `linger_s`, for other
 It never waits for what cannot come. The batch says which documents are in storage
 (`document_started`, `document_ended`), when it cannot start another before one of those ends
 (`set_open(False)`), and when it will start no more at all (`drain`). Once it cannot start
-another, the waiting inserts are written as soon as every document in storage is waiting in an
-insert (nobody is left to join), or none has joined for `settle_s`. A batch's last documents are
+another, the waiting inserts are written as soon as every document in storage has an insert
+waiting (nobody is left to join: each document's callers insert through `for_document`, so a
+document whose chunks and provenance both wait counts once), or none has joined for `settle_s`. A batch's last documents are
 grouped as its others are: `drain` closes the group for good, it does not write each insert alone
 (that left a batch whose parses ended before its first insert with no insert grouped at all).
 
@@ -42,12 +43,49 @@ class _Insert:
     quads: list[Quad]
     collection: str
     since: float  # time.monotonic() when it arrived
+    document: str | None = None  # whose insert (for_document), None when the caller did not say
     taken: bool = False  # a caller is writing its group
     done: bool = False  # written, or failed with error
     error: BaseException | None = None
 
 
-class GroupedInserts:
+class _StoreReads:
+    """Every TripleStore call but insert, the store's own, unchanged."""
+
+    store: TripleStore
+
+    def query(
+        self,
+        s: str | None = None,
+        p: str | None = None,
+        o: Term | None = None,
+        g: str | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        limit: int | None = None,
+    ) -> list[Quad]:
+        return self.store.query(s, p, o, g, collection, limit)
+
+    def delete_subjects(
+        self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
+    ) -> int:
+        return self.store.delete_subjects(subjects, g, collection)
+
+    def count(self, collection: str = DEFAULT_COLLECTION, g: str | None = None) -> int:
+        return self.store.count(collection, g)
+
+    def query_subjects(
+        self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
+    ) -> list[Quad]:
+        return self.store.query_subjects(subjects, g, collection)
+
+    def missing_object_rows(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> list[Quad]:
+        return self.store.missing_object_rows(quads, collection)
+
+    def write_object_rows(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> int:
+        return self.store.write_object_rows(quads, collection)
+
+
+class GroupedInserts(_StoreReads):
     """A TripleStore whose inserts from concurrent callers share writes; every other call is the
     store's own, unchanged (reads see every insert that has returned).
 
@@ -67,7 +105,7 @@ class GroupedInserts:
         self._open = True
         self._draining = False
         self._storing = 0  # documents in storage, as the batch says (0: it does not say)
-        self._waiting = 0  # callers inside insert() whose quads are not written yet
+        self._unwritten: dict[str, int] = {}  # by document: its callers' inserts not written yet
         self.inserts = 0  # inserts written, and the writes they took (what the run logs)
         self.writes = 0
 
@@ -95,15 +133,20 @@ class GroupedInserts:
             self._storing -= 1
             self._cond.notify_all()
 
-    def insert(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> int:
-        mine = _Insert(list(quads), collection, time.monotonic())
+    def for_document(self, document: str) -> DocumentInserts:
+        """The TripleStore for one document's callers: their inserts are known as that document's."""
+        return DocumentInserts(self, document)
+
+    def insert(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION, document: str | None = None) -> int:
+        mine = _Insert(list(quads), collection, time.monotonic(), document)
         if not mine.quads:
             return 0
         with self._cond:
             self._pending.append(mine)
             self._pending_quads += len(mine.quads)
             self._last_arrival = mine.since
-            self._waiting += 1  # until written; this caller checks at once whether it completes a closed group
+            if document is not None:  # until written; this caller checks at once whether it completes a closed group
+                self._unwritten[document] = self._unwritten.get(document, 0) + 1
             self._wait_until_written(mine)
         if mine.error is not None:
             raise mine.error
@@ -124,7 +167,13 @@ class GroupedInserts:
                     self._cond.acquire()
                 self.writes += writes
                 self.inserts += len(group)
-                self._waiting -= len(group)  # now, not as each caller wakes: a count the next group relies on
+                for member in group:  # now, not as each caller wakes: the next group's rule counts them
+                    if member.document is not None:
+                        left = self._unwritten[member.document] - 1
+                        if left:
+                            self._unwritten[member.document] = left
+                        else:
+                            del self._unwritten[member.document]
                 self._cond.notify_all()
             else:
                 self._cond.wait(None if mine.taken else self._until_due())
@@ -138,7 +187,7 @@ class GroupedInserts:
         return (
             self._pending_quads >= self.max_quads
             or now - self._pending[0].since >= self.linger_s
-            or (closed and (self._waiting >= self._storing or now - self._last_arrival >= self.settle_s))
+            or (closed and (len(self._unwritten) >= self._storing or now - self._last_arrival >= self.settle_s))
         )
 
     def _until_due(self) -> float:
@@ -180,42 +229,20 @@ class GroupedInserts:
                     member.error, member.done = exc, True
         return writes
 
-    # -- everything else is the store's own --------------------------------------------------------
 
-    def query(
-        self,
-        s: str | None = None,
-        p: str | None = None,
-        o: Term | None = None,
-        g: str | None = None,
-        collection: str = DEFAULT_COLLECTION,
-        limit: int | None = None,
-    ) -> list[Quad]:
-        return self.store.query(s, p, o, g, collection, limit)
+class DocumentInserts(_StoreReads):
+    """A GroupedInserts as one document's callers see it (GroupedInserts.for_document)."""
 
-    def delete_subjects(
-        self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
-    ) -> int:
-        return self.store.delete_subjects(subjects, g, collection)
+    def __init__(self, grouped: GroupedInserts, document: str):
+        self.grouped, self.document, self.store = grouped, document, grouped.store
 
-    def count(self, collection: str = DEFAULT_COLLECTION, g: str | None = None) -> int:
-        return self.store.count(collection, g)
-
-    def query_subjects(
-        self, subjects: Iterable[str], g: str = GRAPH_SOURCE, collection: str = DEFAULT_COLLECTION
-    ) -> list[Quad]:
-        return self.store.query_subjects(subjects, g, collection)
-
-    def missing_object_rows(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> list[Quad]:
-        return self.store.missing_object_rows(quads, collection)
-
-    def write_object_rows(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> int:
-        return self.store.write_object_rows(quads, collection)
+    def insert(self, quads: Iterable[Quad], collection: str = DEFAULT_COLLECTION) -> int:
+        return self.grouped.insert(quads, collection, document=self.document)
 
 
-def grouping_inserts(librarian: L, grouped: GroupedInserts) -> L:
-    """The librarian, its triples' inserts going through `grouped`: the same parts and connections
-    (a shallow copy, never closed itself), for the callers of one batch."""
+def grouping_inserts(librarian: L, triples: GroupedInserts | DocumentInserts) -> L:
+    """The librarian, its triples' inserts going through the group: the same parts and connections
+    (a shallow copy, never closed itself), for the callers of one batch or one of its documents."""
     view = copy.copy(librarian)
-    view.triples = grouped
+    view.triples = triples
     return view

@@ -600,7 +600,8 @@ def _kill_a_grouped_batch(
     if done == set(BATCH):
         return f"the whole batch was materialized before the kill: {sorted(done)}"
     if not any(len(keys) > 1 for keys in shared):
-        # The parses were all done before the first document reached its triples: nothing waited.
+        # Each insert was written alone: the documents reached their triples too far apart (over
+        # UD_GROUP_SETTLE_S) once the batch had started its last.
         return f"no triples write carried two documents' quads: {shared}"
     return kill
 

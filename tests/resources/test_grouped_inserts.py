@@ -115,12 +115,34 @@ def test_once_every_document_in_storage_waits_the_group_is_written_without_settl
         grouped.document_started()
     grouped.set_open(False)
     with ThreadPoolExecutor(3) as pool:
-        futures = [pool.submit(grouped.insert, document_quads(n)) for n in range(2)]
+        futures = [pool.submit(grouped.for_document(f"d{n}").insert, document_quads(n)) for n in range(2)]
         waiting(grouped, 2)
         assert counted.inserts == []  # the third document may still come
-        futures.append(pool.submit(grouped.insert, document_quads(2)))
+        futures.append(pool.submit(grouped.for_document("d2").insert, document_quads(2)))
         assert [f.result(timeout=30) for f in futures] == [5, 5, 5]
     assert [len(q) for q in counted.inserts] == [15]
+
+
+def test_a_documents_two_waiting_inserts_count_once(triples):
+    """A document whose chunks' and provenance's inserts both wait is one document waiting: the
+    group still waits for the third document in storage (counted by inserts it would not)."""
+    counted = Counted(triples)
+    grouped = GroupedInserts(counted, linger_s=LONG, settle_s=LONG)
+    for _ in range(3):
+        grouped.document_started()
+    grouped.set_open(False)
+    first = grouped.for_document("d0")
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(first.insert, document_quads(0)), pool.submit(first.insert, document_quads(10))]
+        futures.append(pool.submit(grouped.for_document("d1").insert, document_quads(1)))
+        waiting(grouped, 3)
+        time.sleep(0.1)
+        assert counted.inserts == []  # three inserts, two documents: d2 may still come
+        futures.append(pool.submit(grouped.for_document("d2").insert, document_quads(2)))
+        assert [f.result(timeout=30) for f in futures] == [5] * 4
+    assert [len(q) for q in counted.inserts] == [20]
+    # Reads go to the store, as the group's own do.
+    assert len(first.query(s=f"{EX}doc10")) == 5
 
 
 def test_a_document_that_ends_without_inserting_releases_the_others(triples):
@@ -131,7 +153,7 @@ def test_a_document_that_ends_without_inserting_releases_the_others(triples):
         grouped.document_started()
     grouped.drain()
     with ThreadPoolExecutor(2) as pool:
-        futures = [pool.submit(grouped.insert, document_quads(n)) for n in range(2)]
+        futures = [pool.submit(grouped.for_document(f"d{n}").insert, document_quads(n)) for n in range(2)]
         waiting(grouped, 2)
         assert counted.inserts == []
         grouped.document_ended()
@@ -152,7 +174,7 @@ def test_a_batchs_last_documents_are_grouped_after_drain(triples):
     with ThreadPoolExecutor(4) as pool:
         futures = []
         for n in range(4):
-            futures.append(pool.submit(grouped.insert, document_quads(n)))
+            futures.append(pool.submit(grouped.for_document(f"d{n}").insert, document_quads(n)))
             if n < 3:
                 waiting(grouped, n + 1)
                 assert counted.inserts == []

@@ -208,12 +208,13 @@ def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator
         if grouping and width > 1
         else None
     )
-    if grouped is not None:
-        lib = grouping_inserts(lib, grouped)
 
     def process_and_publish(key: str) -> Outcome:
+        # The document's own view of the group: its inserts are known as its own (its chunks' and
+        # provenance's may wait at once, and the group waits for every other document in storage).
+        doc_lib = grouping_inserts(lib, grouped.for_document(key)) if grouped is not None else lib
         outcome = process_document(
-            lib,
+            doc_lib,
             key,
             batch.config,
             batch.stages,
@@ -224,7 +225,7 @@ def _process_batch(context: dg.AssetExecutionContext, batch: Batch) -> Generator
             ahead=ahead,
             checks=batch.checks,
         )
-        _publish(lib, key, outcome, batch.stages, batch.tags)
+        _publish(doc_lib, key, outcome, batch.stages, batch.tags)
         return outcome
 
     def store(key: str) -> tuple[Outcome, float]:
