@@ -12,9 +12,10 @@ It never waits for what cannot come. The batch says which documents are in stora
 (`set_open(False)`), and when it will start no more at all (`drain`). Once it cannot start
 another, the waiting inserts are written as soon as every document in storage has an insert
 waiting (nobody is left to join: each document's callers insert through `for_document`, so a
-document whose chunks and provenance both wait counts once), or none has joined for `settle_s`. A batch's last documents are
-grouped as its others are: `drain` closes the group for good, it does not write each insert alone
-(that left a batch whose parses ended before its first insert with no insert grouped at all).
+document whose chunks and provenance both wait counts once), or none has joined for `settle_s`.
+A batch's last documents are grouped as its others are: `drain` closes the group for good, it
+does not write each insert alone (that left a batch whose parses ended before its first insert
+with no insert grouped at all).
 
 Each caller still returns only once its own quads are stored, or raises: the group changes what a
 write carries, never what a caller may assume when it returns ("materialized" still means stored).
@@ -145,7 +146,7 @@ class GroupedInserts(_StoreReads):
             self._pending.append(mine)
             self._pending_quads += len(mine.quads)
             self._last_arrival = mine.since
-            if document is not None:  # until written; this caller checks at once whether it completes a closed group
+            if document is not None:  # until written (this caller then checks whether it completes a closed group)
                 self._unwritten[document] = self._unwritten.get(document, 0) + 1
             self._wait_until_written(mine)
         if mine.error is not None:
