@@ -29,7 +29,10 @@ CHECKS = {
 
 
 @pytest.fixture
-def resource(librarian_resource):
+def resource(librarian_resource, monkeypatch):
+    # Each document's triples in writes of their own: a tampered write (tamper_with_one_triple) then
+    # holds one document's quads, as the tests' choosers assume (a batch groups them on Cassandra).
+    monkeypatch.setenv("UD_GROUP_LINGER_S", "0")
     lib = librarian_resource.get()
     lib.add_document(BAD, "application/pdf", docgen.pdf_with_text_and_image(), title=BAD)
     lib.add_document(GOOD, "text/markdown", docgen.markdown(), title=GOOD)
